@@ -1,0 +1,267 @@
+"""Facts stated in sentences and titles rather than in commands or code.
+
+Prose is the weakest evidence: each pattern here asks for an explicit statement
+("TP=4", "vLLM 0.17.1", "8x H200") and never infers from loose words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from triagebot.parse.facts import Facts
+from triagebot.parse.normalize import canonical_gpu, canonical_model, canonical_version
+from triagebot.parse.settings import FLAGS
+
+Line = tuple[int, str, str]  # (line number, text, kind: "title" | "prose")
+
+ENGINE_WORDS: dict[str, str] = {
+    "vllm-mlx": "vllm-mlx",
+    "vllm_mlx": "vllm-mlx",
+    "vllm-ascend": "vllm-ascend",
+    "vllm_ascend": "vllm-ascend",
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "llama.cpp": "llama.cpp",
+    "llama-server": "llama.cpp",
+    "llama-cli": "llama.cpp",
+    "tensorrt-llm": "tensorrt-llm",
+    "tensorrt_llm": "tensorrt-llm",
+    "trt-llm": "tensorrt-llm",
+    "trtllm": "tensorrt-llm",
+}
+_ENGINE_RE = re.compile(
+    r"(?<![\w/.-])(vllm[-_]mlx|vllm[-_]ascend|vllm|sglang|llama\.cpp|llama-server|llama-cli|"
+    r"tensorrt[-_]llm|trt-?llm)(?![\w-])",
+    re.I,
+)
+_VER = r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+)?(?:(?:rc|a|b)\d+)?(?:\.dev\d+)?(?:\+[0-9A-Za-z.]+)?)"
+# "vLLM 0.17.1", "vllm==0.10.1", "vLLM version: 0.9.2", "VLLM is 0.5.0", "sglang v0.4.6.post1"
+_ENGINE_VERSION_RE = re.compile(
+    r"(?<![\w/.-])(vllm[-_]mlx|vllm[-_]ascend|vllm|sglang|llama\.cpp|tensorrt[-_]llm|trt-?llm)"
+    r"(?![\w-])[\s:=*`'\"]{0,4}(?:(?:version|release|ver\.?)s?\b[\s:=*`'\"(]{0,4})?"
+    r"(?:(?:is|was|of|on|at)\s+)?(?:==|>=|~=|@|-)?\s?" + _VER + r"(?!\w|\.\w)",
+    re.I,
+)
+_LLAMA_BUILD_RE = re.compile(r"(?:llama\.cpp|\bbuild)\W{0,3}(?:build\W{0,3})?(?:version\W{0,3})?"
+                             r"(b\d{4,5})\b", re.I)
+_BARE_V_VERSION_RE = re.compile(r"(?<![\w.=/-])v(\d+\.\d+\.\d+(?:(?:rc)\d+)?)(?!\w|\.\w)")
+_FROM_TO_RE = re.compile(r"\bfrom\s+" + _VER + r"\s+to\s+" + _VER + r"(?!\w|\.\w)", re.I)
+_LATEST_RE = re.compile(r"\blatest(?:\s+version)?\s*\(?\s*" + _VER + r"(?!\w|\.\w)", re.I)
+_LIST_VERSION_RE = re.compile(_VER + r"(?!\w|\.\w)")
+_OTHER_PACKAGE_RE = re.compile(
+    r"(torch|pytorch|cuda|cudnn|python|transformers|triton|flashinfer|driver|nccl|xformers|"
+    r"numpy|ubuntu|gcc|rocm|jax|mlx|macos|qwen|llama|glm|deepseek|mistral|gemma|phi|"
+    r"kimi|mimo|gpt|eagle|node)[\s:=v-]*$",
+    re.I,
+)
+
+
+def engine_mentions(lines: list[Line], facts: Facts) -> None:
+    for no, text, kind in lines:
+        for m in _ENGINE_RE.finditer(text):
+            name = ENGINE_WORDS.get(m.group(1).lower().replace("_", "-"),
+                                    ENGINE_WORDS.get(m.group(1).lower()))
+            if name:
+                facts.add("engine_mention", name, no, text, "prose", kind)
+
+
+def versions(lines: list[Line], facts: Facts) -> None:
+    """Engine versions written next to an engine's name, or in upgrade statements."""
+    for no, text, kind in lines:
+        low = text.lower()
+        for m in _ENGINE_VERSION_RE.finditer(text):
+            engine = ENGINE_WORDS.get(m.group(1).lower().replace("_", "-"), "vllm")
+            version = canonical_version(m.group(2))
+            if version:
+                facts.add("version", (engine, version), no, text, "prose", kind)
+            # "vLLM versions (0.6.2 and latest 0.7.3)": the rest of the clause lists more.
+            tail = text[m.end():m.end() + 60].split(".  ")[0]
+            if re.match(r"\s*(and|,|or|/|\bvs\.?)", tail):
+                for v in _LIST_VERSION_RE.finditer(tail):
+                    if not _OTHER_PACKAGE_RE.search(tail[:v.start()][-14:]):
+                        ver = canonical_version(v.group(1))
+                        if ver:
+                            facts.add("version", (engine, ver), no, text, "prose", kind)
+        for m in _LLAMA_BUILD_RE.finditer(text):
+            facts.add("version", ("llama.cpp", m.group(1)), no, text, "prose", kind)
+        # "after upgrading from 0.8.5 to 0.9.2": the newer one is where the problem shows.
+        if kind == "title" or re.search(r"upgrad|updat|version|release", low):
+            for m in _FROM_TO_RE.finditer(text):
+                new = canonical_version(m.group(2))
+                if new:
+                    facts.add("version_upgrade", new, no, text, "prose", kind)
+        for m in _LATEST_RE.finditer(text):
+            if "version" in low or "upgrad" in low:
+                ver = canonical_version(m.group(1))
+                if ver:
+                    facts.add("version_upgrade", ver, no, text, "prose", kind)
+        for m in _BARE_V_VERSION_RE.finditer(text):
+            before = text[max(0, m.start() - 16):m.start()]
+            if not _OTHER_PACKAGE_RE.search(before):
+                facts.add("version_bare", m.group(1), no, text, "prose", kind)
+
+
+_HF_LINK_RE = re.compile(
+    r"https?://(?:www\.)?(?:huggingface\.co|hf\.co)/(?!datasets/|spaces/|docs/|blog/|papers/)"
+    r"([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.+-]*)"
+)
+_BACKTICK_ID_RE = re.compile(r"`([A-Za-z0-9][\w.-]{0,60}/[A-Za-z0-9][\w.+-]{0,80})`")
+_LABELLED_MODEL_RE = re.compile(
+    r"\b(target|draft|speculative|base|main|eagle|assistant)?[ _-]?models?\b\**\s*[:=]\**\s*"
+    r"`?([A-Za-z0-9][\w./+-]{2,120})`?",
+    re.I,
+)
+_FAMILIES = (
+    "qwen|llama|deepseek|glm|gpt-oss|mistral|mixtral|gemma|phi|yi|internlm|minicpm|kimi|mimo|"
+    "ernie|hunyuan|smollm|vicuna|opt|falcon|baichuan|chatglm|nemotron|granite|olmo|eagle|"
+    "medusa|codellama|starcoder|seed-oss|minimax|step|exaone|command-r|dots|pangu"
+)
+_FAMILY_TOKEN_RE = re.compile(
+    r"(?<![\w/.-])((?:" + _FAMILIES + r")[\w.]*(?:-[\w.]+)+)(?![\w/-])", re.I
+)
+_DRAFT_NAME_RE = re.compile(r"eagle|draft|speculator|medusa|dflash|assistant|-spec\b", re.I)
+_DRAFT_CONTEXT_RE = re.compile(r"\b(draft|speculat\w*|eagle\w*|assistant|medusa)\b", re.I)
+
+
+def models(lines: list[Line], facts: Facts) -> None:
+    """Model ids the reporter names: HF links, backticked ids, `Model: X`, titles."""
+    for no, text, kind in lines:
+        low = text.lower()
+        found: list[tuple[str, int]] = []
+        found += [(m.group(1), m.start()) for m in _HF_LINK_RE.finditer(text)]
+        for m in _BACKTICK_ID_RE.finditer(text):
+            org = m.group(1).split("/")[0].lower()
+            if org not in ("vllm-project", "sgl-project", "pytorch", "huggingface") and \
+                    "github" not in low[max(0, m.start() - 30):m.start()]:
+                found.append((m.group(1), m.start()))
+        for m in _LABELLED_MODEL_RE.finditer(text):
+            role = (m.group(1) or "").lower()
+            facts_field = "draft_prose" if role in ("draft", "speculative", "eagle",
+                                                    "assistant") else None
+            name = canonical_model(m.group(2))
+            if name:
+                facts.add(facts_field or "model_prose", name, no, text, "prose", kind)
+        if kind == "title" or "model" in low or "testing" in low:
+            found += [(m.group(1), m.start()) for m in _FAMILY_TOKEN_RE.finditer(text)]
+        for raw, pos in found:
+            name = canonical_model(raw.rstrip(".,)"))
+            if not name:
+                continue
+            context = low[max(0, pos - 40):pos]
+            is_draft = bool(_DRAFT_NAME_RE.search(name)) or bool(
+                re.search(r"(draft|speculat\w*|assistant)\s+(model|head)?\s*(is|:|=|-)?\s*"
+                          r"\[?$", context))
+            facts.add("draft_prose" if is_draft else "model_prose", name, no, text, "prose",
+                      kind)
+
+
+_GPU_RE = re.compile(
+    r"(?:(?<![\w-])|(?<=\d[x×*]))((?:NVIDIA\s+|GeForce\s+|AMD\s+|Instinct\s+)*"
+    r"(?:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?|H20|L4|L40S?|T4|V100|P100|A6000|RTX\s?(?:PRO\s?)?\d{4}"
+    r"(?:\s?Ti|\s?Ada)?|RTX\s?A\d{4}|MI\d{3}X?|M[1-5]\s(?:Pro|Max|Ultra)|Gaudi\s?\d?)"
+    r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3e?|\d{2,3}\s?GB|80G|40G|Ti))*)(?![\w])"
+)
+_GPU_COUNT_RE = re.compile(
+    r"(?<![\w.])(\d{1,2})\s?[x×*]\s?(?=(?:NVIDIA\s+)?(?:GB\d|[ABHL]\d|H20|RTX|MI\d|V100|T4|A6000))",
+    re.I,
+)
+_GPU_N_RE = re.compile(r"(?<![\w.])(\d{1,2})\s?(?:x\s?)?GPUs?\b", re.I)
+# Words that make an A/B/H/L-number token something other than a GPU.
+_NOT_GPU_CONTEXT = re.compile(r"(\w-|A3B|layer|head|step|size)$", re.I)
+
+
+def gpus(lines: list[Line], facts: Facts) -> None:
+    for no, text, kind in lines:
+        for m in _GPU_RE.finditer(text):
+            raw = m.group(1)
+            before = text[max(0, m.start() - 6):m.start()]
+            if _NOT_GPU_CONTEXT.search(before) or re.fullmatch(r"[ABL]\d{2}", raw.strip()):
+                continue  # "A3B", "-A10" inside model names; bare "B200" checked below
+            name = canonical_gpu(raw)
+            if re.fullmatch(r"[ABHL]\d{2,3}[A-Z]?", name) and not _gpu_context(text):
+                continue
+            facts.add("gpu", name, no, text, "prose", kind)
+        for m in _GPU_COUNT_RE.finditer(text):
+            facts.add("gpu_count", int(m.group(1)), no, text, "prose", kind)
+        for m in _GPU_N_RE.finditer(text):
+            n = int(m.group(1))
+            if 0 < n <= 64:
+                facts.add("gpu_count", n, no, text, "prose", kind)
+
+
+def _gpu_context(text: str) -> bool:
+    return bool(re.search(r"gpu|nvidia|cuda|machine|card|node|\b(?:on|with|using)\s+"
+                          r"(?:an?\s+|one\s+|a single\s+|single\s+|\d+\s+)?[ABHL]\d|"
+                          r"\d\s?[x×*]\s?[ABHL]\d|hardware|device|sxm|hbm|pcie", text, re.I))
+
+
+_INT = r"(\d{1,6})"
+_TP_RE = re.compile(r"(?<![\w-])(?:TP|tp)\s?(?:=|:|\s)\s?" + _INT + r"\b|\bTP" + _INT + r"\b|"
+                    r"tensor[- ]parallel(?:ism|[- ]size)?\s*(?:of|=|:)?\s*" + _INT + r"\b",
+                    re.I)
+_DP_RE = re.compile(r"(?<![\w-])(?:DP|dp)\s?(?:=|:)\s?" + _INT + r"\b|"
+                    r"data[- ]parallel(?:ism|[- ]size)?\s*(?:of|=|:)\s*" + _INT + r"\b", re.I)
+_K_RE = re.compile(
+    r"\bnum_speculative_tokens\s*(?:=|:)\s*" + _INT + r"\b|"
+    r"\b(?:num[_-])?spec(?:ulative)?[_-]?(?:tokens|len|k)\s*(?:=|:)\s*" + _INT + r"\b|"
+    r"(?<![\w-])MTP-?" + r"([1-9])\b|"
+    r"(?<![\w-])[kK]\s?=\s?" + r"([1-9]\d?)\b|"
+    r"\b(?:requested_)?draft_tokens\s*(?:=|:)\s*" + _INT + r"\b|"
+    r"\b([1-9]\d?)\s+(?:requested\s+)?(?:speculative|draft|spec)\s+tokens\b",
+    re.I,
+)
+_TEMP_RE = re.compile(r"\btemp(?:erature)?\b\s*(?:=|:|of|is|set to)?\s*(\d(?:\.\d+)?)\b", re.I)
+_CONC_RE = re.compile(
+    r"\b(?:max[-_ ]?)?concurrency\s*(?:=|:|of)?\s*" + _INT + r"\b|"
+    r"\bbatch[-_ ]size\s*(?:=|:|of)?\s*(1)\b|\bbs\s?=\s?(1)\b|"
+    r"\b(single[- ]stream|single request|one request at a time)\b",
+    re.I,
+)
+_MAXTOK_RE = re.compile(r"\bmax_(?:new_)?tokens\s*(?:=|:)\s*" + _INT + r"\b", re.I)
+_COMMIT_RE = re.compile(
+    r"(?:\bcommit\b|\bsha\b|\bhash\b|\bmain\s?@|\bmaster\s?@|\bHEAD\s?@)[\s:*`'\"@]{0,6}"
+    r"(?:is\s+)?([0-9a-f]{7,40})\b",
+    re.I,
+)
+
+
+_K_FLAG_RE = re.compile(
+    r"(?<![\w-])(?:" + "|".join(re.escape(f) for f, name in FLAGS.items()
+                                 if name == "k" and f.startswith("--"))
+    + r")[ =]\s?([1-9]\d?)\b", re.I)
+
+
+def numbers(lines: list[Line], facts: Facts) -> None:
+    """TP, DP, k, temperature, concurrency, max tokens and commits stated in words."""
+    for no, text, kind in lines:
+        for m in _TP_RE.finditer(text):
+            facts.add("tp", int(next(g for g in m.groups() if g)), no, text, "prose", kind)
+        for m in _DP_RE.finditer(text):
+            facts.add("dp", int(next(g for g in m.groups() if g)), no, text, "prose", kind)
+        for m in _K_RE.finditer(text):
+            k = int(next(g for g in m.groups() if g))
+            if 0 < k <= 64:
+                facts.add("k", k, no, text, "prose", kind)
+        for m in _K_FLAG_RE.finditer(text.replace("_", "-")):
+            facts.add("k", int(m.group(1)), no, text, "prose", kind)
+        for m in _TEMP_RE.finditer(text):
+            value = float(m.group(1))
+            if value <= 2.0:
+                facts.add("temperature", value, no, text, "prose", kind)
+        for m in _CONC_RE.finditer(text):
+            g = next(g for g in m.groups() if g)
+            facts.add("concurrency", 1 if not g.isdigit() else int(g), no, text, "prose", kind)
+        for m in _MAXTOK_RE.finditer(text):
+            facts.add("max_tokens", int(m.group(1)), no, text, "prose", kind)
+        for m in _COMMIT_RE.finditer(text):
+            if re.search(r"[a-f]", m.group(1)) and re.search(r"\d", m.group(1)):
+                facts.add("commit", m.group(1), no, text, "prose", kind)
+
+
+def iter_lines(title: str | None, body: list[str]) -> Iterator[Line]:
+    if title:
+        yield (0, title, "title")
+    for i, text in enumerate(body, start=1):
+        if text:
+            yield (i, text, "prose")
