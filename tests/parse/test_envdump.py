@@ -80,8 +80,11 @@ PACKAGES: list[tuple[str, dict[str, str], list[str]]] = [
     ("sglang_check_env.txt", {"sgl-kernel": "0.1.1", "vllm": "0.7.2"}, ["hypervisor-vendor"]),
     ("pip_list.txt", {"vllm": "0.10.1", "flash-attn": "2.7.4.post1", "torch": "2.7.1"}, []),
     # Prose and code with `x==y` in them are not a freeze listing.
-    ("pip_freeze.txt", {"accelerate": "1.6.0", "sglang": "0.4.9", "torch-audio": "2.7.1"},
-     ["vllm", "x", "a"]),
+    (
+        "pip_freeze.txt",
+        {"accelerate": "1.6.0", "sglang": "0.4.9", "torch-audio": "2.7.1"},
+        ["vllm", "x", "a"],
+    ),
 ]
 
 

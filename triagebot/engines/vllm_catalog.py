@@ -265,12 +265,16 @@ def translate_speculative_config(
     """
     info = release_info(version)
     items = {str(k).replace("-", "_"): v for k, v in cfg.items()}  # vLLM normalises "-" too
-    out: dict[str, Any] = {}
+    rejection: dict[str, Any] = {}
     consumed: set[str] = set()
     if "rejection_sample_method" in items:
-        out.update(_translate_rejection(items, info, consumed))
-    for key, value in items.items():
-        if key in consumed or key in out:
+        rejection, consumed = _translate_rejection(items, info)
+    out: dict[str, Any] = {}
+    for key, value in items.items():  # input order kept: rendered scripts stay readable
+        if key == "rejection_sample_method":
+            out.update(rejection)
+            continue
+        if key in consumed:
             continue
         new_key = _renamed(key, info.spec_config_keys, SPEC_KEY_RENAMES)
         if new_key not in info.spec_config_keys:
@@ -323,11 +327,13 @@ def _legacy_mtp_method(method: str, info: ReleaseInfo, model_type: str | None) -
 
 
 def _translate_rejection(
-    items: dict[str, Any], info: ReleaseInfo, consumed: set[str]
-) -> dict[str, Any]:
-    """rejection_sample_method across the strict/probabilistic -> standard rename."""
+    items: dict[str, Any], info: ReleaseInfo
+) -> tuple[dict[str, Any], set[str]]:
+    """rejection_sample_method across the strict/probabilistic -> standard rename.
+
+    Returns the keys to emit in its place and the input keys it folded in.
+    """
     value = items["rejection_sample_method"]
-    consumed.add("rejection_sample_method")
     if "rejection_sample_method" not in info.spec_config_keys:
         raise _reject_key(
             "rejection_sample_method", value, info, info.spec_config_keys, "speculative_config"
@@ -350,16 +356,21 @@ def _translate_rejection(
                     reason="no draft_sample_method to express it",
                 )
             out["draft_sample_method"] = stochastic[0]
-        return out
+        return out, set()
     if value == "standard" and value not in accepted and "strict" in accepted:
         draft = items.get("draft_sample_method", "greedy")
+        if "draft_sample_method" in info.spec_config_keys:
+            return {"rejection_sample_method": "strict"}, set()
+        if draft not in ("greedy", *_STOCHASTIC_DRAFT):
+            raise ConfigRejected(
+                "draft_sample_method", draft, info.version, ["greedy", *_STOCHASTIC_DRAFT]
+            )
         out["rejection_sample_method"] = "probabilistic" if draft in _STOCHASTIC_DRAFT else "strict"
-        consumed.add("draft_sample_method")  # folded into the value above
-        return out
+        return out, {"draft_sample_method"}  # folded into the value above
     out["rejection_sample_method"] = _check_literal(
         "rejection_sample_method", value, info.spec_literals, info, "speculative_config"
     )
-    return out
+    return out, set()
 
 
 # ---------------------------------------------------------------------------------------
@@ -453,8 +464,9 @@ def _graph_mode_name(value: Any, info: ReleaseInfo) -> str:
     accepted = modes or ["NONE", "PIECEWISE", "FULL"]
     if isinstance(value, str) and value.upper() in accepted:
         return value.upper()  # vLLM upper-cases strings itself; normalising keeps plans stable
+    reason = "" if modes else "release predates cudagraph_mode; use_cudagraph/full_cuda_graph"
     raise ConfigRejected(
-        "cudagraph_mode", value, info.version, accepted, section="compilation_config"
+        "cudagraph_mode", value, info.version, accepted, section="compilation_config", reason=reason
     )
 
 

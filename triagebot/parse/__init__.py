@@ -25,4 +25,4 @@ def parse_report(data: str | bytes, title: str | None = None,
     a.env_assignments = cmdline.find_env_assignments(lines)
     dump = envdump.parse_environment(lines)
     numbers = results.find_reported_numbers(lines)
-    return resolve(a, dump.environment, dump.evidence, dump.gpu_count, numbers)
+    return resolve(a, dump, numbers)

@@ -22,7 +22,7 @@ from triagebot.model import (
     SourceInfo,
     Workload,
 )
-from triagebot.parse import classify, prose, results
+from triagebot.parse import classify, envdump, prose, results
 from triagebot.parse.document import Document
 from triagebot.parse.facts import Fact, Facts
 from triagebot.parse.normalize import (
@@ -102,21 +102,22 @@ def single(values: list[Any]) -> Any:
     return distinct[0] if len(distinct) == 1 else None
 
 
-def resolve(a: Assembler, env: Environment, env_evidence: dict[str, tuple[int, str]],
-            env_gpu_count: int | None, numbers: list[ReportedNumber]) -> ReproRequest:
+def resolve(a: Assembler, dump: envdump.EnvDump, numbers: list[ReportedNumber]) -> ReproRequest:
     req = a.req
+    env, env_evidence = dump.environment, dump.evidence
     lines = list(prose.iter_lines(a.doc.title, a.doc.body_lines))
-    for fn in (prose.engine_mentions, prose.versions, prose.models, prose.gpus, prose.numbers):
+    for fn in (prose.engine_mentions, prose.versions, prose.models, prose.gpus, prose.numbers,
+               prose.table_spec_tokens):
         fn(lines, a.facts)
     a.add_run_facts()
 
     _engine(a, env)
-    _version(a, env, env_evidence)
+    _version(a, dump)
     _models(a)
     _method(a)
     _spec_tokens(a)
     _parallel(a)
-    _hardware(a, env, env_evidence, env_gpu_count)
+    _hardware(a, env, env_evidence, dump.gpu_count)
     _sampling(a)
     _configs(a)
     req.environment = env
@@ -183,14 +184,20 @@ def _run_engine(run: RunConfig) -> str | None:
     return None
 
 
-def _version(a: Assembler, env: Environment, ev: dict[str, tuple[int, str]]) -> None:
+def _version(a: Assembler, dump: envdump.EnvDump) -> None:
+    env, ev = dump.environment, dump.evidence
     engine = a.req.engine
-    if env.engine_version and engine in ("vllm", None) and canonical_version(env.engine_version):
+    # A dump's own engine version counts only for that engine: an SGLang dump lists vLLM
+    # as a package, and a vLLM dump may list SGLang.
+    dump_engine = dump.engine or "vllm"
+    if env.engine_version and engine in (dump_engine, None) and \
+            canonical_version(env.engine_version):
         a.req.engine_version = canonical_version(env.engine_version)
         line, text = ev.get("engine_version", (0, ""))
         a.cite("engine_version", Fact("engine_version", a.req.engine_version, line, text,
                                       "envdump", "env"))
-    elif engine and engine in env.packages and engine != "vllm":
+    elif engine and engine in env.packages and dump.engine in (None, engine) and \
+            canonical_version(env.packages[engine]):
         a.req.engine_version = canonical_version(env.packages[engine])
         line, text = ev.get(f"package:{engine}", ev.get("packages", (0, "")))
         a.cite("engine_version", Fact("engine_version", a.req.engine_version, line, text,
@@ -337,13 +344,12 @@ def _hardware(a: Assembler, env: Environment, ev: dict[str, tuple[int, str]],
         return
     gpus = a.facts.get("gpu")
     if gpus:
-        best = max(gpus, key=lambda f: (f.kind == "title", len(f.value)))
-        first = gpus[0]
-        chosen = first if first.value.lower() in best.value.lower() or \
-            best.value.lower() in first.value.lower() else first
-        a.req.gpu = max((f.value for f in gpus if f.value.lower() in chosen.value.lower()
-                         or chosen.value.lower() in f.value.lower()), key=len)
-        a.cite("gpu", chosen)
+        # The first device named decides; a longer spelling of it elsewhere ("H100" then
+        # "H100 80GB HBM3") is the more precise value.
+        first = gpus[0].value.lower()
+        same = [f for f in gpus if f.value.lower() in first or first in f.value.lower()]
+        a.req.gpu = max((f.value for f in same), key=len)
+        a.cite("gpu", same)
     counts = a.facts.get("gpu_count")
     count = single([f.value for f in counts])
     if count is not None:
@@ -487,14 +493,14 @@ def _modes(a: Assembler) -> None:
 
     engine_runs = [r for r in a.runs if r.engine_side]
     spec_runs = [r for r in engine_runs if _run_has_spec(r)]
-    if req.is_spec_decode_perf_report or spec_runs:
-        if spec_runs or a.values("method") or req.speculative_config or \
-                _NO_SPEC_ARM_RE.search(joined) or req.reported_metrics.acceptance_length:
-            add("spec", _first(a.values("spec_config") + a.values("method")
-                               + a.values("mtp_flag")))
+    if (req.is_spec_decode_perf_report or spec_runs) and (
+            spec_runs or a.values("method") or req.speculative_config
+            or _NO_SPEC_ARM_RE.search(joined) or req.reported_metrics.acceptance_length):
+        add("spec", _first(a.values("spec_config") + a.values("method")
+                           + a.values("mtp_flag")))
     if spec_runs and len(spec_runs) < len(engine_runs):
-        plain = next(r for r in engine_runs if not _run_has_spec(r))
-        add("no_spec", Fact("mode", "no_spec", plain.line, plain.text, "cmdline"))
+        baseline = next(r for r in engine_runs if not _run_has_spec(r))
+        add("no_spec", Fact("mode", "no_spec", baseline.line, baseline.text, "cmdline"))
     if req.in_scope and req.spec_method and re.search(
             r"baseline|without (?:spec|mtp|eagle|ngram|draft|speculat)|no[-_ ]?(?:spec|mtp|"
             r"eagle)|w/o (?:spec|mtp)|vanilla|main model only|with or without|non-spec|"
@@ -594,7 +600,7 @@ def _arms(a: Assembler) -> list[Arm]:
             runner = "v2" if as_bool(flag) else "v1"
         settings = {k2: _jsonable(v[0]) for k2, v in run.settings.items()}
         arms.append(Arm(name=run.name or f"{run.origin} #{i + 1}", spec=_run_has_spec(run),
-                        spec_method=method, num_speculative_tokens=k,  # type: ignore[arg-type]
+                        spec_method=method, num_speculative_tokens=k,
                         enforce_eager=eager, cudagraph_mode=mode, model_runner=runner,
                         settings=settings))
     return arms

@@ -117,7 +117,13 @@ def _hits(pattern: re.Pattern[str], text: str, limit: int = 3) -> list[str]:
     return out
 
 
+# Scope and symptom are stated early; past this many characters a thread is logs and
+# pasted output, which would only slow the word scan down.
+CLASSIFY_CHARS = 100_000
+
+
 def classify(title: str, body: str, signals: Signals) -> Verdict:
+    body = body[:CLASSIFY_CHARS]
     text = f"{title}\n{body}"
     spec_words = _hits(SPEC_RE, text)
     graph_words = _hits(GRAPH_RE, text)

@@ -175,11 +175,13 @@ _JSON_WORDS = {"true", "false", "null", "True", "False", "None"}
 
 def _json_candidates(t: str, closers: str) -> Iterator[str]:
     yield t
+    if '\\"' in t:  # escaped quotes left from a double-quoted shell word
+        t = t.replace('\\"', '"')
+        closers = _nesting(t)[1]
+        yield t
     fixed = _TRAILING_COMMA.sub(r"\1", t + closers)
     if fixed != t:
         yield fixed
-    if '\\"' in fixed:  # escaped quotes left from a double-quoted shell word
-        yield fixed.replace('\\"', '"')
     bare = _BARE_KEY.sub(r'\1"\2":', fixed)
     bare = _BARE_VALUE.sub(
         lambda m: (
@@ -241,14 +243,17 @@ def _expand_plain(s: str, env: Mapping[str, str], depth: int = 0) -> str:
     return _VAR.sub(lambda m: _expand_var(m, env, depth), s)
 
 
-def _match_brackets(s: str, i: int, strings: bool = True) -> int:
+def _match_brackets(s: str, i: int, strings: bool = True, budget: list[int] | None = None) -> int:
     """Index just past the bracket that closes the one at `s[i]`, or -1.
 
     JSON strings are skipped when `strings` is set so that a `}` inside a value does
     not end the object early.
     """
+    if budget is not None and budget[0] <= 0:
+        return -1  # this command already spent its scanning budget: stay linear
     stack: list[str] = []
     n = len(s)
+    start = i
     in_str = False
     while i < n:
         c = s[i]
@@ -262,14 +267,16 @@ def _match_brackets(s: str, i: int, strings: bool = True) -> int:
             in_str = True
         elif c in "{[":
             if len(stack) >= _BRACKET_STACK_CAP:
-                return -1
+                break
             stack.append("}" if c == "{" else "]")
         elif c in "}]":
             if not stack or stack.pop() != c:
-                return -1
+                break
             if not stack:
                 return i + 1
         i += 1
+    if budget is not None:
+        budget[0] -= i - start
     return -1
 
 
@@ -320,9 +327,9 @@ def _balanced(content: str) -> bool:
     return _match_brackets(body, 0) == len(body)
 
 
-def _read_json_word(s: str, i: int, quote: str) -> tuple[str, int]:
+def _read_json_word(s: str, i: int, quote: str, budget: list[int]) -> tuple[str, int]:
     """A JSON value starting at `s[i]` whose quoting is broken: match brackets instead."""
-    j = _match_brackets(s, i, strings=quote != '"')
+    j = _match_brackets(s, i, quote != '"', budget)
     if j < 0:
         j = _recover_end(s, i)
         text = s[i:j].rstrip().rstrip("'\"")
@@ -335,7 +342,7 @@ def _read_json_word(s: str, i: int, quote: str) -> tuple[str, int]:
     return text, j
 
 
-def _read_word(s: str, i: int, env: Mapping[str, str]) -> tuple[str, int]:
+def _read_word(s: str, i: int, env: Mapping[str, str], budget: list[int]) -> tuple[str, int]:
     n = len(s)
     buf: list[str] = []
     size = 0
@@ -347,12 +354,12 @@ def _read_word(s: str, i: int, env: Mapping[str, str]) -> tuple[str, int]:
             i = m.end()
         elif c in "{[":
             at_value = not buf or buf[-1].endswith("=")
-            j = _match_brackets(s, i) if at_value else -1
+            j = _match_brackets(s, i, True, budget) if at_value else -1
             if j > 0:
                 buf.append(s[i:j])
                 i = j
             elif at_value and c == "{":
-                text, i = _read_json_word(s, i, "")
+                text, i = _read_json_word(s, i, "", budget)
                 buf.append(text)
             else:
                 buf.append(c)
@@ -364,7 +371,7 @@ def _read_word(s: str, i: int, env: Mapping[str, str]) -> tuple[str, int]:
                 buf.append(content)
                 i = j + 1
             elif s[i + 1 : i + 2] in ("{", "["):
-                text, i = _read_json_word(s, i + 1, "'")
+                text, i = _read_json_word(s, i + 1, "'", budget)
                 buf.append(text)
             else:  # unclosed quote: the rest of this physical line
                 e = _eol(s, i + 1)
@@ -376,7 +383,7 @@ def _read_word(s: str, i: int, env: Mapping[str, str]) -> tuple[str, int]:
                 buf.append(dq)
                 i = j
             elif s[i + 1 : i + 2] in ("{", "["):
-                text, i = _read_json_word(s, i + 1, '"')
+                text, i = _read_json_word(s, i + 1, '"', budget)
                 buf.append(text)
             else:
                 e = _eol(s, i + 1)
@@ -412,6 +419,7 @@ def _tokenize(s: str, env: Mapping[str, str]) -> list[_Word]:
     """Split one logical command into shell words, operators and redirections."""
     out: list[_Word] = []
     i, n = 0, len(s)
+    budget = [4 * n + 100_000]  # bracket scanning allowed for this command
     while i < n:
         c = s[i]
         if c in " \t\r\n":
@@ -432,11 +440,11 @@ def _tokenize(s: str, env: Mapping[str, str]) -> list[_Word]:
             if not rm.group(1):  # `> file`: the target is not an argument
                 while i < n and s[i] in " \t":
                     i += 1
-                _, i = _read_word(s, i, env)
+                _, i = _read_word(s, i, env, budget)
             out.append(_Word(s[start:i], start, "redir"))
             continue
         start = i
-        text, i = _read_word(s, i, env)
+        text, i = _read_word(s, i, env, budget)
         if i == start:  # defensive: never loop without progress
             i += 1
             continue
@@ -637,10 +645,8 @@ def _is_flag(text: str) -> bool:
 
 
 def _takes_no_value(flag: str, nxt: str) -> bool:
-    if flag in _BOOLEAN_FLAGS:
-        return True
-    # argparse BooleanOptionalAction spellings rarely take a value; accept an explicit one.
-    if flag.startswith(("--no-", "--disable-", "--enable-")):
+    """Boolean flags take no value, but an explicit `true`/`0` after one is kept."""
+    if flag in _BOOLEAN_FLAGS or flag.startswith(("--no-", "--disable-", "--enable-")):
         return nxt not in _BOOL_WORDS
     return False
 
@@ -879,8 +885,8 @@ def _flow_items(s: str, base: int) -> list[tuple[str, int]]:
             j = i
             while j < body_end and s[j] != ",":
                 if s[j] in "{[":
-                    k = _match_brackets(s, j)
-                    j = k if 0 < k <= body_end else j + 1
+                    k = _match_brackets(s, j)  # unbalanced: the rest is one item (linear)
+                    j = k if 0 < k <= body_end else body_end
                 else:
                     j += 1
             raw = s[i:j]
@@ -941,14 +947,11 @@ class _Scanner:
         if self._env_line(i, head, body):
             return i + 1
         cm = _CMD_HEAD.match(head)
-        if cm is None:
-            bm = _BULLET.match(head)
-            if bm:
-                cm = _CMD_HEAD.match(head, bm.end())
-                if cm and not self._known_word(cm.group(1)):
-                    cm = None
-                elif cm:
-                    body = body[bm.end() :]
+        if cm is None or not self._known_word(cm.group(1)):
+            bm = _BULLET.match(head)  # "1. vllm serve ..." / "- python -m ..."
+            bullet = _CMD_HEAD.match(head, bm.end()) if bm else None
+            if bm and bullet and self._known_word(bullet.group(1)):
+                cm, body, head = bullet, body[bm.end() :], head[bm.end() :]
         prose_code = "`" in head and not (self.in_fence or prompt)  # `cmd` quoted in prose
         if cm is not None and not prose_code and self._plausible(cm.group(1), prompt):
             nxt = self._command(i, body, prompt)
@@ -987,7 +990,7 @@ class _Scanner:
             code, cont = _cut_continuation(cur)
             segs.append((j + 1, code, cur))
             j += 1
-            open_json = quotes.feed(code[:MAX_VALUE_CHARS])
+            open_json = quotes.feed(code)
             if len(segs) >= MAX_JOIN_LINES or j >= n:
                 break
             if cont or open_json:

@@ -64,14 +64,16 @@ def build(data: str | bytes, title: str | None = None) -> Document:
         text = text[:MAX_CHARS]
         warnings.append(f"input has {chars:,} characters; only the first {MAX_CHARS:,} were read")
     # NFKC folds full-width punctuation (`，` `：`) that reports from some locales carry.
-    text = unicodedata.normalize("NFKC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
     text = _CONTROL_RE.sub("", text).replace("\u00a0", " ")
     lines = [ln[:MAX_LINE] for ln in text.split("\n")]
     clean_title = None
     if title:
         clean_title = _CONTROL_RE.sub("", unicodedata.normalize("NFKC", title)).strip()[:1000]
     scraped = _looks_scraped(lines)
-    zones = _zones_scraped(lines) if scraped else ["body"] * len(lines)
+    zones: list[Zone] = _zones_scraped(lines) if scraped else ["body"] * len(lines)
     _mark_boilerplate(lines, zones)
     return Document(lines, zones, clean_title or None, scraped, truncated, chars, warnings)
 
@@ -147,7 +149,7 @@ def _first_post_start(lines: list[str]) -> int:
             j = i
             while j < n and (lines[j].strip().lower() in _ROLE_WORDS
                              or _COMMENTED_RE.match(lines[j].strip())
-                             or lines[j].strip().startswith("@") and len(lines[j].split()) <= 2):
+                             or (lines[j].strip().startswith("@") and len(lines[j].split()) <= 2)):
                 j += 1
             return j
         if low in ("code example", "timeline (top)"):

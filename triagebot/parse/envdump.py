@@ -215,7 +215,7 @@ class _Parser:
         title = self.lines[n].strip()
         if title and not _BANNER.match(self.lines[n]) and _BANNER.match(self.lines[n + 1]):
             self._start_dump()
-            self.section = title[:_MAX_KEY * 2]
+            self.section = title[: _MAX_KEY * 2]
             self.skip = 2
 
     def _start_dump(self) -> None:

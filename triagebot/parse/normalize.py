@@ -131,7 +131,7 @@ def canonical_model(raw: object) -> str | None:
     cache = _HF_CACHE_RE.search(text)
     if cache:
         return f"{cache.group(1)}/{cache.group(2)}"
-    if _PLACEHOLDER_RE.match(text) or text.upper() == text and "_" in text:
+    if _PLACEHOLDER_RE.match(text) or (text.upper() == text and "_" in text):
         return None  # `$MODEL`, `<model>`, `MODEL_PATH`: names of values, not values
     first = text.split("/", 1)[0].lower()
     if text.startswith(("/", "~", "./", "../")) or text.count("/") > 1 or (

@@ -35,7 +35,8 @@ _ENGINE_RE = re.compile(
     r"tensorrt[-_]llm|trt-?llm)(?![\w-])",
     re.I,
 )
-_VER = r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+)?(?:(?:rc|a|b)\d+)?(?:\.dev\d+)?(?:\+[0-9A-Za-z.]+)?)"
+_VER = (r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+)?(?:(?:rc|a|b)\d+)?(?:\.dev\d+)?"
+        r"(?:\+[0-9A-Za-z.]+)?)")
 # "vLLM 0.17.1", "vllm==0.10.1", "vLLM version: 0.9.2", "VLLM is 0.5.0", "sglang v0.4.6.post1"
 _ENGINE_VERSION_RE = re.compile(
     r"(?<![\w/.-])(vllm[-_]mlx|vllm[-_]ascend|vllm|sglang|llama\.cpp|tensorrt[-_]llm|trt-?llm)"
@@ -257,6 +258,43 @@ def numbers(lines: list[Line], facts: Facts) -> None:
         for m in _COMMIT_RE.finditer(text):
             if re.search(r"[a-f]", m.group(1)) and re.search(r"\d", m.group(1)):
                 facts.add("commit", m.group(1), no, text, "prose", kind)
+
+
+_K_HEADER_RE = re.compile(r"^\s*(?:spec[_ -]?len|k|num[_ ]spec(?:ulative)?[_ ]tokens|"
+                          r"(?:num[_ ])?draft[_ ]tokens|mtp[_ ]?(?:tokens|k)?|gamma|"
+                          r"speculative[_ ]tokens|n[_ ]?spec)\s*$", re.I)
+
+
+def table_spec_tokens(lines: list[Line], facts: Facts) -> None:
+    """k values in a table column headed `spec_len`, `k`, `num_speculative_tokens`..."""
+    column: int | None = None
+    sep = "|"
+    for no, text, kind in lines:
+        if kind == "title":
+            continue
+        cells = _cells(text)
+        if cells is None:
+            column = None
+            continue
+        if column is None:
+            column = next((i for i, c in enumerate(cells) if _K_HEADER_RE.match(c)), None)
+            sep = "|" if "|" in text else "\t"
+            continue
+        if column < len(cells) and sep in text:
+            m = re.match(r"\s*([1-9]\d?)\b", cells[column])
+            if m:
+                facts.add("k", int(m.group(1)), no, text, "prose", kind)
+
+
+def _cells(text: str) -> list[str] | None:
+    if "|" in text:
+        stripped = text.strip().strip("|")
+        if set(stripped.replace("|", "").strip()) <= set("-: "):
+            return []  # the |---|---| rule keeps the table open
+        return [c.strip() for c in stripped.split("|")]
+    if "\t" in text:
+        return [c.strip() for c in text.split("\t")]
+    return None
 
 
 def iter_lines(title: str | None, body: list[str]) -> Iterator[Line]:

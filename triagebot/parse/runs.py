@@ -99,8 +99,8 @@ def _put_flag(run: RunConfig, program: str, flag: str, value: str | None, line: 
         return
     if setting in ("enforce_eager", "ep", "ignore_eos", "mtp_flag", "encoder_graph",
                    "trust_remote_code", "mllm", "torch_compile"):
-        run.put(setting, True if value is None or not re.fullmatch(r"(?i)false|0|no", value)
-                else False, line, text)
+        run.put(setting, value is None or not re.fullmatch(r"(?i)false|0|no", value), line,
+                text)
         if value is not None and setting == "ep" and value.isdigit():
             run.settings[setting] = (int(value) > 1, line, text)
         return
@@ -120,11 +120,16 @@ def from_python(facts: pycode.PyFacts) -> tuple[list[RunConfig], RunConfig]:
     """Engine runs from Python, and one pseudo-run holding sampling/generate settings."""
     runs: list[RunConfig] = []
     sampling = RunConfig("sampling", 0, "", engine_side=False)
+    names = {a.name: a.value for a in facts.assigns if not a.name.startswith("env:")}
     for call in facts.calls:
         short = call.func.split(".")[-1]
+        kwargs = {k: _resolve(v, names) for k, v in call.kwargs.items()}
+        positional = [_resolve(v, names) for v in call.args]
+        if positional and short in ("LLM", "from_pretrained") and "model" not in kwargs:
+            kwargs["model"] = positional[0]  # `LLM("org/name")`: the model comes first
         if call.func in ENGINE_CALLS or short in ("LLM",):
             base = RunConfig(call.func, call.line, call.text, engine_side=True)
-            _put_kwargs(base, call.kwargs, call.line, call.text)
+            _put_kwargs(base, kwargs, call.line, call.text)
             modes = _modes_for(call, facts)
             if modes:
                 for name, (extra, line) in modes.items():
@@ -140,13 +145,23 @@ def from_python(facts: pycode.PyFacts) -> tuple[list[RunConfig], RunConfig]:
             if short == "from_pretrained":
                 target = RunConfig(call.func, call.line, call.text, engine_side=True)
                 runs.append(target)
-            _put_kwargs(target, call.kwargs, call.line, call.text)
+            _put_kwargs(target, kwargs, call.line, call.text)
             if short in ("generate", "chat"):
                 sampling.put("api", short, call.line, call.text)
     for assign in facts.assigns:
         if assign.name.startswith("env:"):
             sampling.env[assign.name[4:]] = str(assign.value)
     return runs, sampling
+
+
+_NAME_EXPR_RE = re.compile(r"<expr: ([A-Za-z_]\w*)>")
+
+
+def _resolve(value: Any, names: dict[str, Any]) -> Any:
+    """`speculative_config=SPEC` where `SPEC` was bound to a literal earlier."""
+    if isinstance(value, str) and (m := _NAME_EXPR_RE.fullmatch(value)):
+        return names.get(m.group(1), value)
+    return value
 
 
 def _put_kwargs(run: RunConfig, kwargs: dict[str, Any], line: int, text: str) -> None:
