@@ -49,7 +49,12 @@ def test_parse_table_shows_fields_and_missing() -> None:
     result = runner.invoke(app, ["parse", str(SAMPLE), "--title", "MTP slower"])
     assert result.exit_code == 0
     assert "spec_method" in result.output and "mtp" in result.output
-    assert "missing for a reproduction" in result.output
+    assert "nothing missing for a reproduction" in result.output
+    result = runner.invoke(app, ["parse", "-", "--title", "EAGLE3 slower than no spec"],
+                           input="vllm serve Qwen/Qwen3-8B --speculative-config "
+                                 "'{\"method\": \"eagle3\"}'\n")
+    assert result.exit_code == 0
+    assert "missing for a reproduction" in result.output and "gpu" in result.output
 
 
 def test_unreadable_path_exits_2(tmp_path: Path) -> None:
@@ -58,3 +63,14 @@ def test_unreadable_path_exits_2(tmp_path: Path) -> None:
     assert "cannot read" in result.output
     result = runner.invoke(app, ["parse", str(tmp_path)])
     assert result.exit_code == 2
+
+
+def test_engines_vllm_keys_lists_what_a_release_accepts() -> None:
+    result = runner.invoke(app, ["engines", "vllm-keys", "0.17.1"])
+    assert result.exit_code == 0
+    assert "speculative_config keys" in result.output and "num_speculative_tokens" in result.output
+
+
+def test_engines_vllm_keys_unknown_release_exits_2() -> None:
+    result = runner.invoke(app, ["engines", "vllm-keys", "0.9.0"])
+    assert result.exit_code == 2 and "no known vLLM release" in result.output

@@ -77,5 +77,58 @@ def parse(
     render_request(Console(), request)
 
 
+engines_app = typer.Typer(help="What each engine release accepts, and how that table is kept.",
+                          no_args_is_help=True)
+app.add_typer(engines_app, name="engines")
+
+
+@engines_app.command("refresh-vllm")
+def refresh_vllm(
+    versions: Annotated[list[str] | None, typer.Argument(
+        help="Releases (0.17.1) or local wheel paths; default: every release 0.10-0.33.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Table to write; default: the one shipped "
+                                                  "in the package.")] = None,
+    cache: Annotated[Path | None, typer.Option(help="Wheel cache directory.")] = None,
+    offline: Annotated[bool, typer.Option(help="Use only wheels already in the cache.")] = False,
+    keep_wheels: Annotated[bool, typer.Option(help="Keep downloaded wheels.")] = True,
+    replace: Annotated[bool, typer.Option(help="Drop rows not refreshed this time.")] = False,
+) -> None:
+    """Rebuild the per-release table of vLLM config keys from the releases' own wheels."""
+    from triagebot.engines import vllm_refresh
+
+    table = vllm_refresh.refresh(
+        versions or None, out or vllm_refresh.SHIPPED_TABLE,
+        cache or vllm_refresh.DEFAULT_CACHE, offline=offline, keep_wheels=keep_wheels,
+        merge=not replace, log=typer.echo)
+    bad = [v for v, r in table.releases.items() if not r.ok]
+    typer.echo(f"{len(table.releases)} releases in the table, {len(bad)} failed")
+
+
+@engines_app.command("vllm-keys")
+def vllm_keys(
+    version: Annotated[str, typer.Argument(help="A vLLM release, e.g. 0.17.1.")],
+) -> None:
+    """List what one vLLM release accepts: spec methods, config keys, cudagraph modes."""
+    from triagebot.engines import vllm_catalog as cat
+
+    try:
+        release = cat.resolve_release(version)
+    except cat.UnknownRelease as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(EXIT_USAGE) from None
+    console = Console()
+    console.print(f"[bold]vLLM {release}[/bold]" + ("" if release == version else
+                                                   f" (nearest release to {version})"))
+    for label, values in (
+            ("speculative methods", cat.spec_methods(release)),
+            ("speculative_config keys", cat.spec_config_keys(release)),
+            ("rejection sampling", cat.rejection_sample_methods(release)),
+            ("cudagraph modes", cat.cudagraph_modes(release)),
+            ("compilation_config keys", cat.compilation_config_keys(release)),
+            ("encoder graph keys", cat.encoder_cudagraph_keys(release)),
+            ("bench mm-processor", ["yes" if cat.has_mm_processor_bench(release) else "no"])):
+        console.print(f"[cyan]{label}:[/cyan] " + (", ".join(values) or "—"))
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

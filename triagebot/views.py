@@ -72,5 +72,7 @@ def render_request(console: Console, req: ReproRequest) -> None:
     if req.missing:
         console.print("[yellow bold]missing for a reproduction:[/yellow bold] "
                       + ", ".join(req.missing))
+    elif req.in_scope:
+        console.print("[green]nothing missing for a reproduction[/green]")
     for warning in req.warnings:
         console.print(f"[red]warning:[/red] {warning}")

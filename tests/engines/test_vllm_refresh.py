@@ -335,3 +335,18 @@ def test_default_versions_online_parses_pip_index(tmp_path: Path) -> None:
     versions = default_versions(tmp_path, offline=False, run=fake_index)
     assert {"0.17.0", "0.17.1", "0.33.0"} <= set(versions)
     assert "0.9.2" not in versions and "0.11.0rc1" not in versions
+
+
+def test_pip_timeout_is_recorded_not_raised(tmp_path: Path) -> None:
+    def hung_pip(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+        raise subprocess.TimeoutExpired(cmd, 1800)
+
+    table = refresh(["0.99.0"], tmp_path / "t.json", tmp_path / "cache", runner=hung_pip)
+    assert "TimeoutExpired" in (table.releases["0.99.0"].error or "")
+
+
+def test_local_wheel_with_unreadable_name_is_recorded(tmp_path: Path) -> None:
+    wheel = tmp_path / "something.whl"
+    wheel.write_bytes(b"")
+    table = refresh([str(wheel)], tmp_path / "t.json", tmp_path / "cache", offline=True)
+    assert not table.releases[str(wheel)].ok

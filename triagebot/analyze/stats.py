@@ -110,9 +110,15 @@ def samples_from(results: Iterable[RunResult]) -> list[float]:
 
 
 def _boot_medians(x: FloatArray, rng: np.random.Generator, resamples: int) -> FloatArray:
-    """Medians of `resamples` resamples of x, all drawn in one vectorised call."""
-    idx = rng.integers(0, x.size, size=(resamples, x.size))
-    return np.median(x[idx], axis=1)
+    """Medians of `resamples` resamples of x, all drawn in one vectorised call.
+
+    Indices into the *sorted* sample are sorted instead of the values: the middle order
+    statistics of a resample are then two lookups, a few times faster than np.median.
+    """
+    n = x.size
+    xs = np.sort(x)
+    idx = np.sort(rng.integers(0, n, size=(resamples, n)), axis=1)
+    return 0.5 * (xs[idx[:, (n - 1) // 2]] + xs[idx[:, n // 2]])
 
 
 def _tails(level: float) -> tuple[float, float]:

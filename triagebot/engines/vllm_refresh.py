@@ -34,6 +34,10 @@ from triagebot.engines.vllm_catalog import (
 MINORS = range(10, 34)
 EXACT_RELEASES = ("0.10.0", "0.10.1.1", "0.11.0", "0.17.1", "0.20.2", "0.33.0")
 
+# What `triagebot engines refresh-vllm` writes and where it keeps wheels by default.
+SHIPPED_TABLE = Path(__file__).resolve().parent / "data" / "vllm_releases.json"
+DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "vllm-wheels"  # ~14 GB for 0.10-0.33
+
 # Where each class lived over time (engines.md §7): newest layout first.
 SPEC_FILES = ("vllm/config/speculative.py", "vllm/config/__init__.py", "vllm/config.py")
 COMPILATION_FILES = ("vllm/config/compilation.py", "vllm/config/__init__.py", "vllm/config.py")
@@ -128,6 +132,8 @@ def _refresh_one(
     local = Path(item)
     if item.endswith(".whl") and local.is_file():
         version, wheel, origin = _wheel_version(local), local, "local"
+        if not version:
+            return _failed(item, "cannot read a vllm version from the wheel's file name")
     else:
         version = item.removeprefix("v")
         if not _is_release(version):
@@ -144,7 +150,7 @@ def _refresh_one(
         wheel = found
     try:
         info = extract_release(wheel, version=version)
-    except (ExtractError, SyntaxError, zipfile.BadZipFile, OSError) as exc:
+    except Exception as exc:  # one unreadable release must not cost the whole table
         info = _failed(version, f"{type(exc).__name__}: {exc}")
     if not keep_wheels and origin != "local":
         wheel.unlink(missing_ok=True)
@@ -164,14 +170,20 @@ def _pip() -> list[str]:
 
 
 def _pypi_versions(run: Runner) -> list[str]:
-    proc = run([*_pip(), "index", "versions", "vllm"])
+    try:
+        proc = run([*_pip(), "index", "versions", "vllm"])
+    except (OSError, subprocess.SubprocessError):
+        return []  # the caller falls back to the cache
     match = re.search(r"Available versions:\s*(.+)", proc.stdout)
     return [v.strip() for v in match.group(1).split(",")] if match else []
 
 
 def _download(version: str, cache: Path, run: Runner) -> tuple[Path | None, str]:
     cmd = [*_pip(), "download", f"vllm=={version}", "--no-deps", "--only-binary=:all:"]
-    proc = run([*cmd, "-d", str(cache)])
+    try:
+        proc = run([*cmd, "-d", str(cache)])
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"pip download failed: {type(exc).__name__}: {exc}"
     found = _find_cached(cache, version)
     if found is not None:
         return found, ""

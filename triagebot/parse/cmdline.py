@@ -26,6 +26,7 @@ MAX_JSON_CHARS = 1_000_000  # parse_json_value gives up above this
 MAX_JSON_DEPTH = 64  # ... or above this nesting
 MAX_JOIN_LINES = 400  # physical lines joined into one command
 MAX_LIST_LINES = 400  # lines read for one YAML / JSON argument list
+MAX_WORDS = 5_000  # words read from one command; real ones have a few hundred
 TEXT_CHARS = 2000  # Invocation.text is cut at this length
 _HEAD_CHARS = 400  # how much of a line is looked at to decide if it starts a command
 _BRACKET_STACK_CAP = 10_000
@@ -419,8 +420,8 @@ def _tokenize(s: str, env: Mapping[str, str]) -> list[_Word]:
     """Split one logical command into shell words, operators and redirections."""
     out: list[_Word] = []
     i, n = 0, len(s)
-    budget = [4 * n + 100_000]  # bracket scanning allowed for this command
-    while i < n:
+    budget = [2 * n + 100_000]  # bracket scanning allowed for this command
+    while i < n and len(out) < MAX_WORDS:
         c = s[i]
         if c in " \t\r\n":
             i += 1
@@ -708,6 +709,7 @@ _PROMPTS = (
 )  # fmt: skip
 _BULLET = re.compile(r"[ \t]{0,12}(?:\d{1,3}[.)]|[-*+•])[ \t]+")
 _FENCE = re.compile(r"[ \t]{0,12}(`{3,}|~{3,})")
+_PY_LABELS = {"python", "py", "python3", "pycon", "ipython"}
 _COMMENT = re.compile(r"[ \t]*#")
 _FLAG_LINE = re.compile(r"[ \t]*--?[A-Za-z]")
 _CMD_HEAD = re.compile(
@@ -908,6 +910,7 @@ class _Scanner:
         self.vars: dict[str, str] = {}
         self.out = _Result()
         self.in_fence = False
+        self.py_fence = False  # inside ```python: only argument lists are looked for
         self.skip_until = -1  # list lines already consumed by a `command:` + `args:` pair
 
     def run(self) -> _Result:
@@ -920,8 +923,11 @@ class _Scanner:
         i, n = 0, len(self.lines)
         while i < n:
             line = self.lines[i]
-            if _FENCE.match(line):
+            fm = _FENCE.match(line)
+            if fm:
                 self.in_fence = not self.in_fence
+                label = line[fm.end() :].strip().lower()
+                self.py_fence = self.in_fence and label in _PY_LABELS
                 i += 1
                 continue
             if i < self.skip_until:
@@ -933,6 +939,9 @@ class _Scanner:
         """Handle the line at index i; return the index of the next unread line."""
         raw = self.lines[i]
         if not raw.strip():
+            return i + 1
+        if self.py_fence:
+            self._inline(i, raw)
             return i + 1
         body, prompt = _strip_prefixes(raw)
         head = body[:_HEAD_CHARS]
