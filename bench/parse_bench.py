@@ -23,8 +23,9 @@ SHARED = ROOT.parent / "shared"
 def _report_of_size(size: int) -> bytes:
     """A realistic report grown to `size` bytes: the seeds and dev texts repeated."""
     parts = [p.read_text(encoding="utf-8") for p in sorted((SHARED / "seeds").glob("*.txt"))]
-    parts += [json.loads(p.read_text())["text"] for p in sorted((SHARED / "parse-dev")
-                                                                  .glob("*.json"))]
+    parts += [
+        json.loads(p.read_text())["text"] for p in sorted((SHARED / "parse-dev").glob("*.json"))
+    ]
     if not parts:
         parts = [(ROOT / "samples" / "glm-ocr-mtp-graph.md").read_text()]
     blob = "\n\n".join(parts)

@@ -2,8 +2,9 @@
 
 Run from the repo root:  .venv/bin/python bench/stats_power.py [--pairs N] [--jobs J]
 
-Simulation. Per-run throughput of an arm is lognormal with the given CV around a median
-(100 tok/s for B, 100·(1+effect) for A), so "effect 5 %" means median(A)/median(B) = 1.05.
+Simulation. Per-run throughput of an arm is lognormal (normal in the "norm" rows: the
+rank test is distribution-free, so the A/A rate must not move) with the given CV around a
+median (100 tok/s for B, 100·(1+effect) for A): "effect 5 %" is median(A)/median(B) = 1.05.
 Every simulated request also gets its own A/A calibration pair (5 v 5 runs of B's
 distribution) from which the noise band is measured, as a plan's A/A cells would be.
 
@@ -156,10 +157,10 @@ def render(results: list[tuple[Scenario, Tally]], seconds: float) -> str:
         "Effect rows: DIFF = power (DIFFERENT with ratio > 1); seeds columns count a",
         "correct-direction call. runs/arm: seeds' protocol always uses 5; ours adds an A/A",
         f"calibration pair of {AA_RUNS} v {AA_RUNS} runs per request (not in the column).",
-        "ours: MWU p < per-look alpha (0.008 at 5 runs, 0.00067 at 10/15/20) AND 95 % "
+        "ours: MWU p < per-look alpha (0.008 at 5 runs, 0.00067 at 10/15/20) AND the 95 %",
         "bootstrap CI of the ratio of medians outside the A/A noise band (floor ±1 %).",
         f"seeds ±2%: ratio of 5-run means beyond ±{NAIVE_BAND:.0%}; seeds t: Welch t, p < 0.05.",
-        f"lognormal run-to-run noise; fixed seed {MASTER_SEED}; {seconds:.0f} s.",
+        f"logn/norm: lognormal/normal run-to-run noise; fixed seed {MASTER_SEED}; {seconds:.0f} s.",
     ]
     return "\n".join(lines)
 

@@ -87,7 +87,7 @@ class Invocation:
 
 def find_invocations(lines: list[str]) -> list[Invocation]:
     """Every command invocation in the document, in line order."""
-    return _Scanner(lines).run().invocations
+    return list(_scan(lines).invocations)
 
 
 def find_env_assignments(lines: list[str]) -> list[tuple[str, str, int]]:
@@ -98,7 +98,20 @@ def find_env_assignments(lines: list[str]) -> list[tuple[str, str, int]]:
     Plain shell variables (`X=1` on a line of its own) are not environment variables
     and are not listed; they are still used to resolve `$X` in commands.
     """
-    return _Scanner(lines).run().env
+    return list(_scan(lines).env)
+
+
+# The parser asks for invocations and env assignments of the same document: one scan.
+_LAST: list[tuple[tuple[str, ...], _Result]] = []
+
+
+def _scan(lines: list[str]) -> _Result:
+    key = tuple(lines or ())
+    if _LAST and _LAST[0][0] == key:
+        return _LAST[0][1]
+    result = _Scanner(list(key)).run()
+    _LAST[:] = [(key, result)]
+    return result
 
 
 def parse_json_value(text: str) -> dict[str, Any] | list[Any] | None:
