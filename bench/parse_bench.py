@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from triagebot.parse import parse_report  # noqa: E402
+from triagebot.parse.document import MAX_CHARS  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 
@@ -56,6 +57,8 @@ def main() -> int:
     print(f"{'case':<28}{'median':>12}{'target':>12}{'ratio to target':>18}")
     print(f"{'100 KB report':<28}{t_small * 1000:>10.1f}ms{50:>10}ms{t_small / 0.050:>18.2f}")
     print(f"{'5 MB report':<28}{t_large * 1000:>10.1f}ms{2000:>10}ms{t_large / 2.0:>18.2f}")
+    print(f"  (the parser reads the first {MAX_CHARS:,} characters of a report and says so in "
+          "its warnings; GitHub caps a body at 65,536)")
     print(f"{'parse-dev set':<28}{rate:>9.1f}/s  ({len(items)} reports x {rounds} rounds)")
     return 0
 

@@ -94,8 +94,9 @@ ACCEPT_DROP_RE = _rx(
     r"incorrect rejection|rejection sampling behavio|draft logits"
 )
 GRAPH_SLOWER_RE = _rx(
-    r"(?:cuda ?graph|cudagraph|graph mode)\w*[^.\n]{0,60}\b(?:slower|worse) than (?:eager|"
-    r"enforce)|eager[^.\n]{0,40}faster than[^.\n]{0,20}(?:cuda ?graph|cudagraph|graph)"
+    r"(?:cuda[-_ ]?graphs?|cudagraphs?|graph mode|\bgraphs?\b)[^.\n]{0,60}\b(?:slower|worse) "
+    r"than (?:the )?(?:eager|enforce|--enforce)|eager[^.\n]{0,40}faster than[^.\n]{0,20}"
+    r"(?:cuda ?graph|cudagraph|graph)"
 )
 BUG_RE = _rx(
     r"\bbug(?:fix)?\b|\bfix(?:es|ed)?\b|misleading|\bno-?op\b|silently|\bbypass\w*|\bbroken\b|"
@@ -119,7 +120,7 @@ def _hits(pattern: re.Pattern[str], text: str, limit: int = 3) -> list[str]:
 
 # Scope and symptom are stated early; past this many characters a thread is logs and
 # pasted output, which would only slow the word scan down.
-CLASSIFY_CHARS = 100_000
+CLASSIFY_CHARS = 40_000
 
 
 def classify(title: str, body: str, signals: Signals) -> Verdict:

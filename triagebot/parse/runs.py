@@ -49,7 +49,8 @@ class RunConfig:
 def from_invocations(invocations: list[cmdline.Invocation], lines: list[str]) -> list[RunConfig]:
     runs: list[RunConfig] = []
     for inv in invocations:
-        program = inv.program
+        # `docker run IMAGE ...`: the arguments belong to the program inside the image.
+        program = inv.engine_program
         engine_side = program.startswith(ENGINE_PROGRAMS) or (
             program.startswith("python") and not program.endswith(CLIENT_PROGRAMS))
         if program.endswith(CLIENT_PROGRAMS) or program.startswith(CLIENT_PROGRAMS):
