@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -15,3 +16,34 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.fail(f"{SHARED} is missing: the tests read ../shared in place")
     return SHARED
+
+
+def _require(path: Path) -> Path:
+    # CI always has ../shared beside the checkout; a missing file is a failure, not a skip.
+    if not path.exists():
+        pytest.fail(f"{path} is missing: the tests read ../shared in place")
+    return path
+
+
+def shared_lines(rel: str) -> list[str]:
+    """A file under ../shared as lines; `.json` corpus items give their `text`."""
+    path = _require(SHARED / rel)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        text = str(json.loads(text)["text"])
+    return text.split("\n")
+
+
+def seed_rel(prefix: str) -> str:
+    found = sorted((SHARED / "seeds").glob(f"{prefix}_*.txt"))
+    if not found:
+        pytest.fail(f"no seed {prefix} under {SHARED / 'seeds'}")
+    return f"seeds/{found[0].name}"
+
+
+def seed_lines(prefix: str) -> list[str]:
+    return shared_lines(seed_rel(prefix))
+
+
+def dev_lines(name: str) -> list[str]:
+    return shared_lines(f"parse-dev/{name}.json")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import seed_rel as _seed
+from tests.conftest import shared_lines as _shared_lines
 from triagebot.parse.cmdline import (
     Invocation,
     find_env_assignments,
@@ -16,7 +18,6 @@ from triagebot.parse.cmdline import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cmdline"
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
 
 def _lines(name: str) -> list[str]:
@@ -422,19 +423,6 @@ def test_large_document_is_linear() -> None:
 # --- real inputs (read in place from ../shared) -----------------------------------------
 
 
-def _shared_lines(rel: str) -> list[str]:
-    path = SHARED / rel
-    if not path.exists():
-        pytest.skip(f"{path} not available")
-    text = json.loads(path.read_text())["text"] if path.suffix == ".json" else path.read_text()
-    return text.split("\n")
-
-
-def _seed(prefix: str) -> str:
-    found = sorted((SHARED / "seeds").glob(f"{prefix}_*.txt"))
-    if not found:
-        pytest.skip("seed not available")
-    return f"seeds/{found[0].name}"
 
 
 def test_seed_004_serve_and_bench() -> None:

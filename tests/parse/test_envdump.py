@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import seed_lines as _seed
 from triagebot.parse.envdump import parse_environment
 
 FIXTURES = Path(__file__).parent / "fixtures" / "envdump"
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
 
 def _lines(name: str) -> list[str]:
@@ -143,12 +143,6 @@ def test_prose_version_mentions_are_not_packages() -> None:
 
 # --- the real seeds, read in place -------------------------------------------------------
 
-
-def _seed(prefix: str) -> list[str]:
-    matches = sorted((SHARED / "seeds").glob(f"{prefix}_*.txt"))
-    if not matches:
-        pytest.skip(f"seed {prefix} not available")
-    return matches[0].read_text(encoding="utf-8").splitlines()
 
 
 def test_seed_000_repeated_dump() -> None:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.conftest import SHARED
+from tests.conftest import seed_rel as _seed
+from tests.conftest import shared_lines as _shared_lines
 from triagebot.parse.pycode import PyCall, PyFacts, extract_python
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pycode"
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
 
 def _facts(name: str) -> PyFacts:
@@ -233,19 +234,6 @@ def test_large_invalid_python_is_bounded() -> None:
 # --- real inputs (read in place from ../shared) -----------------------------------------
 
 
-def _shared_lines(rel: str) -> list[str]:
-    path = SHARED / rel
-    if not path.exists():
-        pytest.skip(f"{path} not available")
-    text = json.loads(path.read_text())["text"] if path.suffix == ".json" else path.read_text()
-    return text.split("\n")
-
-
-def _seed(prefix: str) -> str:
-    found = sorted((SHARED / "seeds").glob(f"{prefix}_*.txt"))
-    if not found:
-        pytest.skip("seed not available")
-    return f"seeds/{found[0].name}"
 
 
 def test_seed_000_script_without_fences() -> None:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import dev_lines as _dev
+from tests.conftest import seed_lines as _seed
 from triagebot.model import Evidence, ReportedNumber
 from triagebot.parse.results import find_reported_numbers, summarise
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results"
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 
 Triple = tuple[str, float, str | None]
 LLAMA_ARM = "llama-speculative, qwen 7B target with a 0.5B draft"
@@ -261,18 +261,6 @@ def test_lines_that_are_not_results(line: str) -> None:
 # --- the real seeds and parse-dev items, read in place -----------------------------------
 
 
-def _seed(prefix: str) -> list[str]:
-    matches = sorted((SHARED / "seeds").glob(f"{prefix}_*.txt"))
-    if not matches:
-        pytest.skip(f"seed {prefix} not available")
-    return matches[0].read_text(encoding="utf-8").splitlines()
-
-
-def _dev(name: str) -> list[str]:
-    path = SHARED / "parse-dev" / f"{name}.json"
-    if not path.exists():
-        pytest.skip(f"{name} not available")
-    return str(json.loads(path.read_text(encoding="utf-8"))["text"]).splitlines()
 
 
 def test_seed_000_prose_bullets() -> None:

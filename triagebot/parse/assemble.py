@@ -76,14 +76,11 @@ class Assembler:
 
     def add_run_facts(self) -> None:
         for run in self.runs + ([self.sampling] if self.sampling else []):
-            kind = "config"
             for key, (value, line, text) in run.settings.items():
-                source = "python" if run.origin[:1].isupper() or "." in run.origin[:4] or \
-                    run.origin in ("sampling",) or run.origin.endswith(")") else "cmdline"
-                self.facts.add(f"run:{key}", value, line, text, source, kind)
+                self.facts.add(f"run:{key}", value, line, text, run.source)
                 if key == "spec_config":
                     for sub, val in spec_config_settings(value).items():
-                        self.facts.add(f"run:{sub}", val, line, text, source, kind)
+                        self.facts.add(f"run:{sub}", val, line, text, run.source)
 
     def values(self, key: str, engine_side_only: bool = False) -> list[Fact]:
         facts = self.facts.get(f"run:{key}")

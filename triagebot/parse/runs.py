@@ -34,6 +34,7 @@ class RunConfig:
     text: str
     engine_side: bool
     name: str | None = None
+    source: str = "cmdline"  # the extractor that read it: cmdline or python
     settings: dict[str, Value] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
 
@@ -120,7 +121,7 @@ def _scalar(value: str) -> Any:
 def from_python(facts: pycode.PyFacts) -> tuple[list[RunConfig], RunConfig]:
     """Engine runs from Python, and one pseudo-run holding sampling/generate settings."""
     runs: list[RunConfig] = []
-    sampling = RunConfig("sampling", 0, "", engine_side=False)
+    sampling = RunConfig("sampling", 0, "", engine_side=False, source="python")
     names = {a.name: a.value for a in facts.assigns if not a.name.startswith("env:")}
     for call in facts.calls:
         short = call.func.split(".")[-1]
@@ -129,12 +130,13 @@ def from_python(facts: pycode.PyFacts) -> tuple[list[RunConfig], RunConfig]:
         if positional and short in ("LLM", "from_pretrained") and "model" not in kwargs:
             kwargs["model"] = positional[0]  # `LLM("org/name")`: the model comes first
         if call.func in ENGINE_CALLS or short in ("LLM",):
-            base = RunConfig(call.func, call.line, call.text, engine_side=True)
+            base = RunConfig(call.func, call.line, call.text, engine_side=True, source="python")
             _put_kwargs(base, kwargs, call.line, call.text)
             modes = _modes_for(call, facts)
             if modes:
                 for name, (extra, line) in modes.items():
-                    run = RunConfig(call.func, call.line, call.text, True, name=name)
+                    run = RunConfig(call.func, call.line, call.text, True, name=name,
+                                    source="python")
                     _put_kwargs(run, extra, line, call.text)
                     for key, val in base.settings.items():
                         run.put(key, *val)
@@ -144,7 +146,8 @@ def from_python(facts: pycode.PyFacts) -> tuple[list[RunConfig], RunConfig]:
         elif call.func in SAMPLING_CALLS or short in ("generate", "chat", "from_pretrained"):
             target = sampling
             if short == "from_pretrained":
-                target = RunConfig(call.func, call.line, call.text, engine_side=True)
+                target = RunConfig(call.func, call.line, call.text, engine_side=True,
+                                   source="python")
                 runs.append(target)
             _put_kwargs(target, kwargs, call.line, call.text)
             if short in ("generate", "chat"):
@@ -168,11 +171,9 @@ def _resolve(value: Any, names: dict[str, Any]) -> Any:
 def _put_kwargs(run: RunConfig, kwargs: dict[str, Any], line: int, text: str) -> None:
     for key, value in kwargs.items():
         setting = KWARGS.get(key)
-        if setting is None or _is_expr(value):
-            if key in ("model", "model_path", "speculative_model") and isinstance(value, str):
-                continue  # `model=MODEL_PATH` that pycode could not resolve: no value
-            continue
-        run.put(setting, value, line, text)
+        # `model=MODEL_PATH` that pycode could not resolve carries no value at all.
+        if setting is not None and not _is_expr(value):
+            run.put(setting, value, line, text)
 
 
 def _is_expr(value: Any) -> bool:
