@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
+
 @dataclass(frozen=True)
 class Fact:
     field: str
