@@ -498,10 +498,7 @@ def _modes(a: Assembler) -> None:
     if spec_runs and len(spec_runs) < len(engine_runs):
         baseline = next(r for r in engine_runs if not _run_has_spec(r))
         add("no_spec", Fact("mode", "no_spec", baseline.line, baseline.text, "cmdline"))
-    if req.in_scope and req.spec_method and re.search(
-            r"baseline|without (?:spec|mtp|eagle|ngram|draft|speculat)|no[-_ ]?(?:spec|mtp|"
-            r"eagle)|w/o (?:spec|mtp)|vanilla|main model only|with or without|non-spec|"
-            r"disabl\w* (?:spec|mtp)", joined, re.I):
+    if req.in_scope and req.spec_method and classify.NO_SPEC_RE.search(joined):
         add("no_spec", None)
     for f in a.values("enforce_eager"):
         add("eager" if as_bool(f.value) else "cudagraph", f)

@@ -81,10 +81,16 @@ SLOWER_RE = _rx(
     r"\bnot (?:improved|faster)|\bhave not improved|\bless than\b|\bdegrad\w*|\b0\.\d+x\b|"
     r"< ?no_|\bdespite\b|\b(?:latency|overhead) (?:regression|increase)|\+\d+(?:\.\d+)?% "
 )
-BASELINE_RE = _rx(
+# Words that name a run without speculation. The symptom check also accepts looser
+# comparisons ("than the target", "spec is slower") that do not name such a run.
+_NO_SPEC_WORDS = (
     r"baseline|without (?:spec|mtp|eagle|ngram|draft|speculat)|no[-_ ]?(?:spec|mtp|eagle)|"
-    r"w/o|\bvanilla\b|main model only|than (?:the )?(?:target|base|no)|with or without|"
-    r"disabl\w* (?:spec|mtp)|non-spec|spec(?:ulative)? (?:decoding )?(?:is|was) slower"
+    r"w/o (?:spec|mtp)|vanilla|main model only|with or without|non-spec|disabl\w* (?:spec|mtp)"
+)
+NO_SPEC_RE = _rx(_NO_SPEC_WORDS)
+BASELINE_RE = _rx(
+    _NO_SPEC_WORDS + r"|w/o|than (?:the )?(?:target|base|no)|"
+    r"spec(?:ulative)? (?:decoding )?(?:is|was) slower"
 )
 ACCEPT_DROP_RE = _rx(
     r"accept\w*(?: rate| length| len)?\b[^.\n]{0,60}\b(?:lower|drop\w*|decreas\w*|regress\w*|"

@@ -10,7 +10,12 @@ import re
 from collections.abc import Iterator
 
 from triagebot.parse.facts import Facts
-from triagebot.parse.normalize import canonical_gpu, canonical_model, canonical_version
+from triagebot.parse.normalize import (
+    VERSION_PATTERN,
+    canonical_gpu,
+    canonical_model,
+    canonical_version,
+)
 from triagebot.parse.settings import FLAGS
 
 Line = tuple[int, str, str]  # (line number, text, kind: "title" | "prose")
@@ -35,8 +40,7 @@ _ENGINE_RE = re.compile(
     r"tensorrt[-_]llm|trt-?llm)(?![\w-])",
     re.I,
 )
-_VER = (r"v?(\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+)?(?:(?:rc|a|b)\d+)?(?:\.dev\d+)?"
-        r"(?:\+[0-9A-Za-z.]+)?)")
+_VER = r"v?(" + VERSION_PATTERN + r")"
 # "vLLM 0.17.1", "vllm==0.10.1", "vLLM version: 0.9.2", "VLLM is 0.5.0", "sglang v0.4.6.post1"
 _ENGINE_VERSION_RE = re.compile(
     r"(?<![\w/.-])(vllm[-_]mlx|vllm[-_]ascend|vllm|sglang|llama\.cpp|tensorrt[-_]llm|trt-?llm)"
