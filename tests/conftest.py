@@ -47,3 +47,17 @@ def seed_lines(prefix: str) -> list[str]:
 
 def dev_lines(name: str) -> list[str]:
     return shared_lines(f"parse-dev/{name}.json")
+
+
+def seed_path(prefix: str) -> Path:
+    return _require(SHARED / seed_rel(prefix))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true",
+                     help="Rewrite golden files from the current output; review the diff.")
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-goldens"))

@@ -8,8 +8,10 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from triagebot import __version__
+from triagebot.model import Plan
 
 app = typer.Typer(
     name="triagebot",
@@ -22,7 +24,8 @@ app = typer.Typer(
 
 # Exit codes shared by every command.
 EXIT_OK = 0
-EXIT_USAGE = 2
+EXIT_USAGE = 2  # unreadable input, bad overrides
+EXIT_REFUSED = 3  # the input is fine but cannot be planned or rendered as asked
 
 
 def _version(value: bool) -> None:
@@ -75,6 +78,100 @@ def parse(
     from triagebot.views import render_request
 
     render_request(Console(), request)
+
+
+OverridesArg = Annotated[list[str] | None, typer.Argument(
+    help="key=value overrides, as in `@triagebot repro`: engine=, version=, model=, draft=, "
+         "spec=mtp:1,none, k=1,2, modes=eager,graph, workload=, runs=, warmups=, gpu=, tp=, "
+         "temperature=, max_tokens=, concurrency=, prompts=.")]
+TitleOpt = Annotated[str | None, typer.Option("--title", help="The issue or PR title.")]
+RepoOpt = Annotated[str | None, typer.Option("--repo", help="OWNER/NAME of the thread.")]
+EngineOpt = Annotated[str | None, typer.Option("--engine", help="Same as engine=.")]
+RunsOpt = Annotated[int | None, typer.Option("--runs", help="Same as runs=.")]
+
+
+def _fail(code: int, message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}")
+    return typer.Exit(code)
+
+
+def load_plan(path: str, title: str | None, repo: str | None, overrides: list[str] | None,
+              engine: str | None = None, runs: int | None = None) -> Plan:
+    """Parse and plan, turning every refusal into a message and an exit code."""
+    from triagebot.errors import PlanRejected
+    from triagebot.options import OptionsError, parse_overrides
+    from triagebot.parse import parse_report
+    from triagebot.plan import build_plan
+
+    words = list(overrides or [])
+    words += [f"engine={engine}"] if engine else []
+    words += [f"runs={runs}"] if runs is not None else []
+    try:
+        options = parse_overrides(words)
+    except OptionsError as exc:
+        raise _fail(EXIT_USAGE, str(exc)) from None
+    request = parse_report(read_input(path), title=title, repo=repo)
+    try:
+        return build_plan(request, options)
+    except PlanRejected as exc:
+        raise _fail(EXIT_REFUSED, f"cannot plan this report: {exc}") from None
+
+
+@app.command()
+def plan(
+    path: Annotated[str, typer.Argument(help="Report file, or - for stdin.")],
+    overrides: OverridesArg = None,
+    title: TitleOpt = None,
+    repo: RepoOpt = None,
+    engine: EngineOpt = None,
+    runs: RunsOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the Plan as JSON.")] = False,
+) -> None:
+    """Turn a report into a Plan: the cells to run and the comparisons that answer it."""
+    result = load_plan(path, title, repo, overrides, engine, runs)
+    if json_out:
+        sys.stdout.write(result.model_dump_json(indent=2) + "\n")
+        return
+    from triagebot.views import render_plan
+
+    render_plan(Console(), result)
+
+
+@app.command()
+def render(
+    path: Annotated[str, typer.Argument(help="Report file, or - for stdin.")],
+    overrides: OverridesArg = None,
+    title: TitleOpt = None,
+    repo: RepoOpt = None,
+    engine: EngineOpt = None,
+    runs: RunsOpt = None,
+    cell: Annotated[list[str] | None, typer.Option(
+        "--cell", help="Only this cell id (repeatable).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Write one script per cell, run_all.sh and plan.json here "
+                      "instead of printing.")] = None,
+) -> None:
+    """Render each cell of the plan into a self-contained script that writes a RunResult."""
+    from triagebot.render import RenderError, render_plan
+
+    result = load_plan(path, title, repo, overrides, engine, runs)
+    try:
+        scripts = render_plan(result, cell)
+    except RenderError as exc:
+        raise _fail(EXIT_REFUSED, str(exc)) from None
+    if out is None:
+        for script in scripts:
+            sys.stdout.write(f"# ===== {script.filename} =====\n{script.text}\n")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(result.model_dump_json(indent=2) + "\n")
+    for script in scripts:
+        target = out / script.filename
+        target.write_text(script.text)
+        target.chmod(0o755)
+    console = Console()
+    console.print(f"wrote {len(scripts)} files and plan.json to {escape(str(out))}; run them "
+                  f"with: bash {escape(str(out / 'run_all.sh'))}")
 
 
 engines_app = typer.Typer(help="What each engine release accepts, and how that table is kept.",

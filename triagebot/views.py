@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from triagebot.model import ReproRequest
+from triagebot.model import Plan, ReproRequest
 
 # The fields a maintainer reads first, in the order they decide a reproduction.
 SUMMARY_FIELDS = (
@@ -76,3 +76,51 @@ def render_request(console: Console, req: ReproRequest) -> None:
         console.print("[green]nothing missing for a reproduction[/green]")
     for warning in req.warnings:
         console.print(f"[red]warning:[/red] {warning}")
+
+
+def render_plan(console: Console, plan: Plan) -> None:
+    """The plan as a maintainer checks it: what runs, what is compared, what was assumed."""
+    where = f"{plan.engine} {plan.engine_version or '(installed)'}"
+    console.print(f"[bold]Plan {plan.plan_hash}[/bold] — {where} on {plan.gpu_kind}")
+    console.print(Text(plan.question))
+    if plan.stands_in_for:
+        console.print(Text(f"stands in for {plan.stands_in_for}", style="dim"))
+
+    axes = list(dict.fromkeys(k for c in plan.cells for k in c.varies))
+    cells = Table(title="Cells", show_lines=False)
+    cells.add_column("cell")
+    cells.add_column("label")
+    for axis in axes:
+        cells.add_column(axis)
+    cells.add_column("model")
+    cells.add_column("template")
+    for c in plan.cells:
+        row = [c.cell_id, c.label, *(c.varies.get(a, "") for a in axes), c.model, c.template]
+        cells.add_row(*(Text(str(v)) for v in row))
+    console.print(cells)
+
+    comps = Table(title="Comparisons")
+    comps.add_column("name")
+    comps.add_column("kind")
+    comps.add_column("numerator / denominator")
+    for comp in plan.comparisons:
+        parts = " / ".join(comp.of) if comp.kind == "interaction" else (
+            f"{', '.join(comp.numerator)} / {', '.join(comp.denominator)}")
+        comps.add_row(Text(comp.name), comp.kind, Text(parts))
+    console.print(comps)
+
+    b = plan.budget
+    console.print(f"[cyan]budget:[/cyan] {b.warmups} warm-up + {b.runs} runs per cell "
+                  f"(up to {b.max_runs} when a verdict is UNKNOWN), {len(plan.cells)}/"
+                  f"{b.max_cells} cells, about {plan.estimated_seconds / 60:.1f} of "
+                  f"{b.time_limit_s / 60:.0f} min")
+    if plan.defaults:
+        table = Table(title="Defaults used (the report did not say)")
+        table.add_column("field")
+        table.add_column("value")
+        table.add_column("why")
+        for d in plan.defaults:
+            table.add_row(d.field, Text(d.value), Text(d.reason))
+        console.print(table)
+    for note in plan.notes:
+        console.print(Text(f"note: {note}", style="yellow"))

@@ -140,10 +140,15 @@ def load_table() -> ReleaseTable:
     return ReleaseTable.model_validate(json.loads(text))
 
 
+@cache
+def _releases() -> tuple[str, ...]:
+    ok = [v for v, info in load_table().releases.items() if info.ok]
+    return tuple(sorted(ok, key=version_key))
+
+
 def releases() -> list[str]:
     """Releases with usable data, oldest first."""
-    ok = [v for v, info in load_table().releases.items() if info.ok]
-    return sorted(ok, key=version_key)
+    return list(_releases())
 
 
 def failed_releases() -> dict[str, str]:
@@ -151,6 +156,7 @@ def failed_releases() -> dict[str, str]:
     return {v: i.error or "" for v, i in load_table().releases.items() if not i.ok}
 
 
+@cache
 def resolve_release(version: str) -> str:
     """The table release that stands for `version`.
 

@@ -1,1 +1,456 @@
+"""ReproRequest + overrides -> Plan: the cells to run and the comparisons that answer the
+report. Pure: no I/O. Everything the plan could not take from the report is listed in
+`plan.defaults` with its reason; everything it refuses raises `PlanRejected`.
+"""
 
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from triagebot.engines import SUPPORTED, EngineAdapter, adapter
+from triagebot.errors import PlanRejected
+from triagebot.model import (
+    Budget,
+    Cell,
+    CellWorkload,
+    Comparison,
+    ModelId,
+    Plan,
+    ReproRequest,
+    Sampling,
+    check_inert,
+)
+from triagebot.options import ReproOptions
+from triagebot.plan import defaults as D
+from triagebot.plan.axes import (
+    AXIS_ORDER,
+    Axis,
+    Level,
+    cudagraph_mode_axis,
+    encoder_graph_axis,
+    graph_axis,
+    spec_levels,
+    variant_axis,
+)
+from triagebot.plan.comparisons import build_comparisons, noise_comparison
+
+__all__ = ["PlanRejected", "build_plan"]
+
+# What each engine can vary; a report-derived axis outside this is dropped with a note,
+# an axis the user asked for by name is refused.
+ENGINE_AXES = {
+    "vllm": set(AXIS_ORDER),
+    "sglang": {"spec", "graph"},
+    "vllm-mlx": {"spec"},
+    "transformers": {"spec", "graph"},
+}
+_AXIS_MODES = {"graph": {"eager", "graph"}, "encoder_graph": {"vit_eager", "vit_graph"},
+               "cudagraph_mode": {"piecewise", "full", "full_and_piecewise",
+                                  "full_decode_only"}, "variant": {"v1", "v2"}}
+_SPEC_KEYS = {"method", "model", "num_speculative_tokens"}
+
+
+def build_plan(
+    request: ReproRequest, options: ReproOptions | None = None, budget: Budget | None = None
+) -> Plan:
+    options = options or ReproOptions()
+    choices = D.Choices()
+    engine_name = _engine(request, options, choices)
+    engine = adapter(engine_name)
+    reported_version = request.engine_version if request.engine == engine_name else None
+    version = engine.resolve_version(options.version or reported_version)
+    if version and not options.version and not reported_version:
+        choices.default("engine_version", version, "the report names no version; the "
+                        "newest release triagebot knows")
+    budget = _budget(budget or Budget(), options)
+
+    base = _base_fields(request, options, engine_name, version, choices)
+    axes = _axes(request, options, engine_name, base, choices)
+    primary = min(range(len(axes)), key=lambda i: AXIS_ORDER.index(axes[i].name)) if axes else 0
+
+    cells: list[Cell] = []
+    grid: dict[tuple[str, ...], str] = {}
+    for combo in itertools.product(*(a.levels for a in axes)):
+        cell = _cell(engine, base, list(zip(axes, combo, strict=True)), replica=0)
+        cells.append(cell)
+        grid[tuple(lv.name for lv in combo)] = cell.cell_id
+    comparisons = build_comparisons(axes, grid, primary)
+    focus = _focus_cell(axes, cells, grid)
+    replica = _cell(engine, base, _levels_of(axes, focus), replica=1)
+    cells.append(replica)
+    comparisons.insert(0, noise_comparison(focus.cell_id, replica.cell_id, focus.label))
+
+    _check_cells(cells, budget)
+    estimate = sum(engine.estimate_seconds(c, budget) for c in cells)
+    if estimate > budget.time_limit_s:
+        raise PlanRejected(
+            f"the plan needs about {estimate / 60:.0f} min ({len(cells)} cells x "
+            f"{budget.warmups} warm-up + {budget.runs} runs) but the time limit is "
+            f"{budget.time_limit_s / 60:.0f} min; lower runs=, max_tokens= or prompts=, "
+            "or narrow spec=/modes=", field="budget")
+
+    plan = Plan(
+        engine=engine_name,
+        engine_version=version,
+        gpu_kind=_gpu_kind(request, options, engine_name, choices),
+        question=_question(request, axes, primary, base, engine_name, version),
+        cells=cells,
+        comparisons=comparisons,
+        budget=budget,
+        estimated_seconds=round(estimate, 1),
+        defaults=choices.defaults,
+        notes=choices.notes,
+        stands_in_for=base.pop("_stands_in_for", None),
+        source=request.source,
+    )
+    return plan.model_copy(update={"plan_hash": plan_hash(plan)})
+
+
+def plan_hash(plan: Plan) -> str:
+    body = plan.model_dump(mode="json", include={"cells", "comparisons", "budget", "engine",
+                                                 "engine_version", "gpu_kind"})
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]
+
+
+# --- engine, version, budget -------------------------------------------------------------
+
+
+def _engine(request: ReproRequest, options: ReproOptions, choices: D.Choices) -> str:
+    if options.engine:
+        return options.engine
+    if request.engine in SUPPORTED:
+        return request.engine
+    if request.engine:
+        raise PlanRejected(f"the report is about {request.engine}, which triagebot cannot "
+                           "run yet; pass engine= to reproduce its question on another "
+                           "engine", field="engine", accepted=list(SUPPORTED))
+    choices.default("engine", "vllm", "the report names no engine")
+    return "vllm"
+
+
+def _budget(budget: Budget, options: ReproOptions) -> Budget:
+    update: dict[str, int] = {}
+    if options.runs is not None:
+        if options.runs > budget.max_runs:
+            raise PlanRejected(f"runs={options.runs} is more than the budget's "
+                               f"{budget.max_runs} runs per cell", field="runs")
+        update["runs"] = options.runs
+    if options.warmups is not None:
+        update["warmups"] = options.warmups
+    return budget.model_copy(update=update)
+
+
+def _check_cells(cells: list[Cell], budget: Budget) -> None:
+    if len(cells) > budget.max_cells:
+        raise PlanRejected(
+            f"the plan needs {len(cells)} cells (including the A/A duplicate) but the "
+            f"budget allows {budget.max_cells}; narrow it with spec=, k= or modes=",
+            field="budget")
+
+
+def _gpu_kind(request: ReproRequest, options: ReproOptions, engine: str,
+              choices: D.Choices) -> str:
+    if options.gpu:
+        return options.gpu
+    if engine == "transformers":
+        return "cpu"
+    if engine == "vllm-mlx":
+        return "apple-silicon"
+    kind = D.gpu_kind(request.gpu)
+    if kind:
+        return kind
+    why = (f"no runner kind is known for {request.gpu!r}" if request.gpu
+           else "the report names no GPU")
+    choices.default("gpu", D.GPU_KIND, why)
+    return D.GPU_KIND
+
+
+# --- the fields every cell shares ---------------------------------------------------------
+
+
+def _model_id(value: str, field: str) -> str:
+    try:
+        return TypeAdapter(ModelId).validate_python(value)
+    except ValidationError:
+        raise PlanRejected(f"{field} {value[:60]!r} is not a model id triagebot will run "
+                           "(letters, digits, '.', '_', '-' and one '/', or an absolute path)",
+                           field=field) from None
+
+
+def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
+                 version: str | None, choices: D.Choices) -> dict[str, Any]:
+    reported_model = request.models[0] if request.models else None
+    draft = options.draft or (request.draft_models[0] if request.draft_models else None)
+    if engine == "transformers" and not options.model:
+        model: str | None = D.REFERENCE_MODEL
+        draft = D.REFERENCE_DRAFT
+        if reported_model:
+            choices.note(f"the reference engine runs a tiny random Llama built from a "
+                         f"config in place of {reported_model}; its numbers answer the "
+                         "same question on a stand-in, not on the reported model")
+    else:
+        model = options.model or reported_model
+    if model is None:
+        raise PlanRejected("the report names no model; pass model=ORG/NAME", field="model")
+    base: dict[str, Any] = {
+        "engine": engine,
+        "version": version,
+        "model": _model_id(model, "model"),
+        "_draft": _model_id(draft, "draft") if draft else None,
+        "_stands_in_for": reported_model if model != reported_model else None,
+        "tensor_parallel_size": options.tp or request.tensor_parallel_size or 1,
+        "data_parallel_size": request.data_parallel_size or 1,
+        "expert_parallel": bool(request.expert_parallel),
+        "sampling": _sampling(request, options, choices),
+        "workload": _workload(request, options, engine, version, choices),
+        "env": {k: v for k, v in request.env_vars.items() if k != "VLLM_USE_V2_MODEL_RUNNER"},
+    }
+    if request.model_runner and engine == "vllm":
+        base["model_runner"] = request.model_runner
+    if request.enforce_eager is not None:
+        base["enforce_eager"] = request.enforce_eager
+    if request.cudagraph_mode and engine == "vllm":
+        base["cudagraph_mode"] = request.cudagraph_mode.upper()
+    base["compilation_config"] = _inert(
+        {k: v for k, v in (request.compilation_config or {}).items()
+         if k not in ("cudagraph_mode", "cudagraph_mm_encoder")}, "compilation_config")
+    base["_extra_spec"] = _inert(
+        {k: v for k, v in (request.speculative_config or {}).items() if k not in _SPEC_KEYS},
+        "speculative_config")
+    if engine == "transformers":
+        _reference_scale(base, choices)
+    return base
+
+
+def _inert(cfg: dict[str, Any], field: str) -> dict[str, Any]:
+    try:
+        out: dict[str, Any] = check_inert(cfg, field)
+    except ValueError as exc:
+        raise PlanRejected(f"the report's {exc}", field=field) from None
+    return out
+
+
+def _sampling(request: ReproRequest, options: ReproOptions, choices: D.Choices) -> Sampling:
+    temperature = options.temperature if options.temperature is not None else \
+        request.temperature
+    if temperature is None:
+        temperature = D.TEMPERATURE[0]
+        choices.default("temperature", temperature, D.TEMPERATURE[1])
+    max_tokens = options.max_tokens or request.max_tokens or request.workload.output_len
+    if max_tokens is None:
+        max_tokens = D.MAX_TOKENS[0]
+        choices.default("max_tokens", max_tokens, D.MAX_TOKENS[1])
+    ignore_eos = request.workload.ignore_eos
+    if ignore_eos is None:
+        ignore_eos = D.IGNORE_EOS[0]
+        choices.default("ignore_eos", ignore_eos, D.IGNORE_EOS[1])
+    return Sampling(temperature=temperature, top_p=request.top_p or 1.0,
+                    max_tokens=max_tokens, ignore_eos=ignore_eos)
+
+
+def _workload(request: ReproRequest, options: ReproOptions, engine: str,
+              version: str | None, choices: D.Choices) -> CellWorkload:
+    offered = adapter(engine).TEMPLATES
+    kind = options.workload or _reported_kind(request)
+    if kind is None:
+        kind = "offline" if "offline" in offered else next(iter(offered))
+        choices.default("workload", kind, "the report does not say how it ran")
+    if kind == "mm_processor" and engine == "vllm" and version:
+        from triagebot.engines import vllm_catalog
+
+        if not vllm_catalog.has_mm_processor_bench(version):
+            choices.note(f"vLLM {version} has no `vllm bench mm-processor`; the encoder "
+                         "is measured through the offline API instead")
+            kind = "offline"
+    if kind not in offered:
+        if options.workload:
+            raise PlanRejected(f"{engine} has no {kind} workload", field="workload",
+                               accepted=list(offered))
+        fallback = "offline" if "offline" in offered else next(iter(offered))
+        choices.note(f"{engine} cannot run the report's {kind} workload; using {fallback}")
+        kind = fallback
+    dataset = request.workload.dataset
+    if dataset and dataset not in ("random", "random-mm"):
+        choices.note(f"the report ran dataset {dataset}; the plan sends built-in prompts, "
+                     "so acceptance can differ from the reporter's")
+    modality = request.modality or "text"
+    if engine == "transformers" and modality != "text":
+        choices.note(f"the reference engine runs text only; the report's {modality} "
+                     "inputs are not reproduced")
+        modality = "text"
+    num_prompts = options.prompts or request.workload.num_prompts
+    if num_prompts is None:
+        num_prompts = D.NUM_PROMPTS[kind]
+        choices.default("num_prompts", num_prompts, D.NUM_PROMPTS_WHY[kind])
+    input_len = request.workload.input_len
+    if input_len is None:
+        input_len = D.INPUT_LEN[kind]
+        choices.default("input_len", input_len, "the report does not give prompt lengths")
+    concurrency = options.concurrency or request.concurrency
+    if concurrency is None and kind == "serve":
+        concurrency = D.SERVE_CONCURRENCY
+        choices.default("concurrency", concurrency, "the report does not give a "
+                        "concurrency for its server")
+    return CellWorkload(
+        kind=kind,
+        api=request.workload.api or "generate",
+        dataset="random-mm" if modality != "text" else "random",
+        num_prompts=num_prompts,
+        input_len=input_len,
+        concurrency=concurrency,
+        modality=modality,
+        images_per_prompt=request.workload.image_inputs or (1 if modality == "image" else 0),
+        videos_per_prompt=request.workload.video_inputs or (1 if modality == "video" else 0),
+    )
+
+
+def _reported_kind(request: ReproRequest) -> str | None:
+    kind = request.workload.kind
+    return "offline" if kind in ("latency", "throughput") else kind
+
+
+def _reference_scale(base: dict[str, Any], choices: D.Choices) -> None:
+    """Shrink the workload to what the tiny reference model needs, and say so."""
+    caps = D.REFERENCE_CAPS
+    w: CellWorkload = base["workload"]
+    s: Sampling = base["sampling"]
+    update_w = {k: caps[k] for k in ("num_prompts", "input_len") if getattr(w, k) > caps[k]}
+    if update_w:
+        base["workload"] = w.model_copy(update=update_w)
+    if s.max_tokens > caps["max_tokens"]:
+        base["sampling"] = s.model_copy(update={"max_tokens": caps["max_tokens"]})
+    if update_w or s.max_tokens > caps["max_tokens"]:
+        choices.note(f"the reference engine caps prompts at {caps['num_prompts']}, prompt "
+                     f"length at {caps['input_len']} and max_tokens at {caps['max_tokens']} "
+                     "tokens so the whole plan runs in minutes on a CPU")
+
+
+# --- axes and cells ------------------------------------------------------------------------
+
+
+def _axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[str, Any],
+          choices: D.Choices) -> list[Axis]:
+    spec = spec_levels(request, options, base["_draft"], choices)
+    spec_on = any(lv.fields.get("spec") for lv in spec)
+    found: list[Axis] = []
+    if len(spec) > 1:
+        found.append(Axis("spec", spec))
+    else:
+        base["spec"] = spec[0].fields["spec"]
+    for axis in (variant_axis(request, options), cudagraph_mode_axis(request, options),
+                 encoder_graph_axis(request, options), graph_axis(request, options, spec_on)):
+        if axis is not None:
+            found.append(axis)
+    kept = []
+    asked = set(options.modes or [])
+    for axis in found:
+        if axis.name in ENGINE_AXES[engine]:
+            kept.append(axis)
+        elif asked & _AXIS_MODES.get(axis.name, set()):
+            raise PlanRejected(f"{engine} cannot vary {axis.name}", field="modes",
+                               accepted=sorted(ENGINE_AXES[engine]))
+        else:
+            choices.note(f"the report compares {axis.name} "
+                         f"({', '.join(lv.name for lv in axis.levels)}), which {engine} "
+                         "cannot vary; that part of the question is not reproduced")
+    if "graph" not in {a.name for a in kept} and "enforce_eager" not in base:
+        base["enforce_eager"] = False
+        if engine != "vllm-mlx":
+            choices.default("enforce_eager", False, "graphs on, the engine's default")
+    kept.sort(key=lambda a: AXIS_ORDER.index(a.name))
+    return kept
+
+
+def _apply(fields: dict[str, Any], level: Level) -> None:
+    for key, value in level.fields.items():
+        if key in ("rejection_sample_method", "draft_enforce_eager"):
+            if fields.get("spec") is not None:
+                fields["spec"] = fields["spec"].model_copy(update={key: value})
+        elif key in ("modality", "images_per_prompt", "videos_per_prompt"):
+            w: CellWorkload = fields["workload"]
+            update = {key: value}
+            if key == "modality":
+                update["dataset"] = "random-mm" if value != "text" else "random"
+            fields["workload"] = w.model_copy(update=update)
+        else:
+            fields[key] = value
+
+
+def _cell(engine: EngineAdapter, base: dict[str, Any], levels: list[tuple[Axis, Level]],
+          replica: int) -> Cell:
+    fields = {k: v for k, v in base.items() if not k.startswith("_")}
+    for _, level in levels:
+        _apply(fields, level)
+    spec = fields.get("spec")
+    if spec is not None and base["_extra_spec"]:
+        fields["extra_speculative_config"] = base["_extra_spec"]
+    label = " + ".join(level.name for _, level in levels) or "baseline"
+    if replica:
+        label += " (A/A)"
+    fields.update(
+        cell_id="c0000000000",
+        label=label,
+        template=engine.TEMPLATES[fields["workload"].kind],
+        varies={axis.name: level.name for axis, level in levels},
+        replica=replica,
+    )
+    try:
+        cell = Cell(**fields)
+        cell = cell.model_copy(update={"engine_args": engine.engine_args(cell),
+                                       "env": engine.engine_env(cell)})
+        cell = Cell.model_validate(cell.model_dump())
+    except ValidationError as exc:
+        raise PlanRejected(f"cell {label!r}: {_first_error(exc)}", field="cell") from None
+    return cell.model_copy(update={"cell_id": _cell_id(cell)})
+
+
+def _cell_id(cell: Cell) -> str:
+    body = cell.model_dump(mode="json", exclude={"cell_id", "label", "varies"})
+    return "c" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    where = ".".join(str(p) for p in err["loc"])
+    return f"{where}: {err['msg']}"
+
+
+def _focus_cell(axes: list[Axis], cells: list[Cell], grid: dict[tuple[str, ...], str]) -> Cell:
+    """The cell the report is about: spec on, graphs on, the reporter's first variant."""
+    key = tuple((a.baseline if a.name == "variant" else a.treatment).name for a in axes)
+    cell_id = grid.get(key, cells[0].cell_id)
+    return next(c for c in cells if c.cell_id == cell_id)
+
+
+def _levels_of(axes: list[Axis], cell: Cell) -> list[tuple[Axis, Level]]:
+    return [(a, next(lv for lv in a.levels if lv.name == cell.varies[a.name])) for a in axes]
+
+
+def _question(request: ReproRequest, axes: list[Axis], primary: int, base: dict[str, Any],
+              engine: str, version: str | None) -> str:
+    model = base.get("_stands_in_for") or base["model"]
+    where = f"{engine} {version}" if version else engine
+    spec = base.get("spec")
+    if spec is not None:
+        where += f" with {spec.method} k={spec.num_speculative_tokens}"
+    if not axes:
+        return f"How fast is {model} on {where}?"
+    p = axes[primary]
+    treated = ", ".join(lv.name for lv in p.levels[1:])
+    rest = [a for i, a in enumerate(axes) if i != primary]
+    under = ""
+    if rest:
+        under = " under " + "; ".join(" and ".join(lv.name for lv in a.levels) for a in rest)
+    if p.name == "spec":
+        return (f"Does speculative decoding ({treated}) make {model} faster on {where} than "
+                f"no speculation{under}?")
+    return f"How does {treated} compare with {p.baseline.name} for {model} on {where}{under}?"
+
+
+def comparisons_by_name(plan: Plan) -> dict[str, Comparison]:
+    return {c.name: c for c in plan.comparisons}

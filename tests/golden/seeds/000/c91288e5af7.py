@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+"""triagebot reproduction: one cell through vLLM's offline API (`LLM.generate` / `LLM.chat`).
+
+Runs WARMUPS discarded batches, then RUNS measured batches, and writes a RunResult JSON to
+$TRIAGEBOT_RESULT. Speculative-decoding counters are deltas of `llm.get_metrics()` taken
+around each measured batch, so warm-up drafts are not counted.
+
+Run it by itself:  TRIAGEBOT_RESULT=result.json python3 this_file.py
+"""
+# cell: no_spec + graph
+# plan 45f36f888f8e, vLLM 0.17.1, workload offline
+# --- triagebot runtime: environment, digest, result file (the same in every script) ---
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+
+CELL_ID = 'c91288e5af7'
+ENGINE = 'vllm'
+WARMUPS = 1
+RUNS = int(os.environ.get("TRIAGEBOT_RUNS", 5))
+SCHEMA_VERSION = 1
+
+
+def _nvidia_smi(query):
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=" + query, "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def machine_env(engine_version=None, engine_commit=None):
+    """GPU, driver, CUDA and torch as this process sees them."""
+    env = {"gpu": None, "gpu_count": 0, "driver": None, "cuda": None, "torch": None,
+           "engine_version": engine_version, "engine_commit": engine_commit}
+    # Every engine has imported torch by the time this runs; importing it here for a
+    # script that failed earlier would only add seconds to the failure.
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        env["torch"] = torch.__version__
+        env["cuda"] = torch.version.cuda
+        if torch.cuda.is_available():
+            env["gpu_count"] = torch.cuda.device_count()
+            env["gpu"] = torch.cuda.get_device_name(0)
+    drivers = _nvidia_smi("driver_version")
+    if drivers:
+        env["driver"] = drivers[0]
+    if env["gpu"] is None:
+        names = _nvidia_smi("name")
+        env["gpu"] = names[0] if names else "cpu: " + (platform.processor() or platform.machine())
+        env["gpu_count"] = len(names)
+    return env
+
+
+def digest_token_ids(sequences):
+    """One hash over every request's generated token ids, in request order."""
+    h = hashlib.sha256()
+    for seq in sequences:
+        h.update(json.dumps([int(t) for t in seq]).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def run_record(output_tokens, seconds, **latency):
+    record = {"output_tokens": int(output_tokens), "seconds": float(seconds),
+              "tok_s": float(output_tokens) / seconds if seconds > 0 else 0.0}
+    record.update({k: float(v) for k, v in latency.items() if v is not None})
+    return record
+
+
+def _error_status(exc):
+    text = f"{type(exc).__name__}: {exc}"
+    if "out of memory" in text.lower() or type(exc).__name__ == "OutOfMemoryError":
+        return "oom"
+    if type(exc).__name__ == "ConfigRejected" or "not found in" in text and "Config" in text:
+        return "config_rejected"
+    return "failed"
+
+
+def write_result(doc):
+    path = os.environ.get("TRIAGEBOT_RESULT") or f"result-{CELL_ID}.json"
+    doc = {"schema_version": SCHEMA_VERSION, "cell_id": CELL_ID, "engine": ENGINE, **doc}
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=2)
+    os.replace(tmp, path)
+    print(f"triagebot: wrote {path} (status {doc['status']})", flush=True)
+
+
+def main(measure):
+    """Run `measure()` and write its RunResult; on failure write the failure instead."""
+    started = time.time()
+    try:
+        doc = measure()
+    except BaseException as exc:  # noqa: BLE001 - the result file must say what happened
+        if isinstance(exc, KeyboardInterrupt):
+            status = "failed"
+        else:
+            status = _error_status(exc)
+        traceback.print_exc()
+        # A template may attach the tail of a server log to the exception it raises.
+        write_result({"status": status, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                      "log_tail": str(getattr(exc, "log_tail", ""))[-4000:],
+                      "env": machine_env(), "runs": [], "warmups": WARMUPS,
+                      "wall_s": time.time() - started})
+        sys.exit(1)
+    doc.setdefault("status", "ok")
+    doc.setdefault("warmups", WARMUPS)
+    doc["wall_s"] = time.time() - started
+    write_result(doc)
+# --- end of triagebot runtime ---
+
+# The cell's environment goes in before vLLM is imported: vLLM reads it at import time.
+CELL_ENV = {'VLLM_LOGGING_LEVEL': 'DEBUG', 'VLLM_LOG_STATS_INTERVAL': '5'}
+os.environ.update(CELL_ENV)
+
+# LLM(**LLM_ARGS), written for vLLM 0.17.1.
+LLM_ARGS = {
+    'model': 'zai-org/GLM-OCR',
+    'tensor_parallel_size': 1,
+    'enforce_eager': False,
+    'seed': 0,
+    'disable_log_stats': False,
+    'limit_mm_per_prompt': {'image': 1},
+}
+SAMPLING = {
+    "temperature": 0.0,
+    "top_p": 1.0,
+    "max_tokens": 500,
+    "seed": 0,
+    "ignore_eos": True,
+}
+API = 'chat'
+MODALITY = 'image'
+NUM_PROMPTS = 1
+INPUT_LEN = 128
+IMAGES_PER_PROMPT = 1
+VIDEOS_PER_PROMPT = 0
+HAS_SPEC = False
+
+# Fixed prompts, cycled to NUM_PROMPTS. Each request gets its own number up front, so no
+# two prompts share a cached prefix; the notes after the question pad it to INPUT_LEN.
+QUESTIONS = [
+    "Explain step by step how a lighthouse keeper in the nineteenth century kept the "
+    "lamp burning through a winter storm.",
+    "Write a short story about a baker who discovers that her bread rises only when "
+    "someone in the shop is telling the truth.",
+    "Describe how water moves through a forest, from the first raindrop to the river, "
+    "and why old trees matter for it.",
+    "Summarise the rules of chess for a child who has never seen the board, using one "
+    "short paragraph per piece.",
+    "Plan a three day walking trip along a coastal path, with places to eat, rest and "
+    "watch birds each day.",
+    "Explain why bridges are built the way they are, comparing stone arches, steel "
+    "trusses and suspension cables.",
+    "Write a letter from a ship's cook to his sister describing a long voyage and the "
+    "meals he managed to make at sea.",
+    "Describe the life of a honeybee colony through one year, season by season.",
+]
+NOTES = (
+    "Notes for the answer: the old harbour town sits between two hills, and its market "
+    "opens at dawn on weekdays. Fishermen bring their boats in before the tide turns, "
+    "and the baker on the corner sells rye bread, apple cake and salted rolls. In spring "
+    "the river floods the lower fields, and farmers move their sheep to the high "
+    "pastures. The library keeps maps of every path in the valley, drawn by a surveyor "
+    "who walked each one twice to check the distances. Children learn to swim in the "
+    "cove, where the water is calm and the sand is fine. In autumn the town holds a "
+    "festival with music, lanterns and a long table in the square where everyone shares "
+    "a meal. "
+)
+OCR_TEXT = [
+    "INVOICE 2041-{n}", "Date: 14 March", "Item       Qty   Price",
+    "Rye bread    4    3.20", "Apple cake   2    7.50", "Salted rolls 12   4.80",
+    "Total due         15.50", "Thank you for your order",
+]
+
+
+def prompt_texts(tokenizer):
+    """NUM_PROMPTS natural-language prompts, each trimmed to about INPUT_LEN tokens."""
+    notes = tokenizer.encode(NOTES, add_special_tokens=False)
+    texts = []
+    for i in range(NUM_PROMPTS):
+        head = f"Request {i + 1}. {QUESTIONS[i % len(QUESTIONS)]}\n\n"
+        ids = tokenizer.encode(head, add_special_tokens=False)
+        ids = (ids + notes * (INPUT_LEN // max(len(notes), 1) + 1))[:INPUT_LEN]
+        texts.append(tokenizer.decode(ids))
+    return texts
+
+
+def make_image(index):
+    """A white page with printed lines, for OCR-like and captioning models alike."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (640, 480), "white")
+    draw = ImageDraw.Draw(image)
+    try:
+        font = ImageFont.load_default(size=28)
+    except TypeError:  # Pillow < 10.1 has one fixed-size default font
+        font = ImageFont.load_default()
+    for row, line in enumerate(OCR_TEXT):
+        draw.text((30, 30 + row * 52), line.format(n=index), fill="black", font=font)
+    return image
+
+
+def make_video(index, frames=16, height=240, width=320):
+    """A bar sweeping across a gradient: frames x H x W x 3 uint8."""
+    import numpy as np
+
+    x = np.linspace(0, 255, width, dtype=np.float32)
+    video = np.empty((frames, height, width, 3), dtype=np.uint8)
+    for t in range(frames):
+        video[t] = np.stack([np.broadcast_to(x, (height, width))] * 3, axis=-1)
+        left = (t * width // frames + index * 7) % (width - 24)
+        video[t, :, left:left + 24] = (255, 255, 255)
+    return video
+
+
+def data_url(image):
+    import base64
+    import io
+
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def build_requests(llm):
+    """(api, payload) per request: what `run_batch` hands to generate() or chat()."""
+    tokenizer = llm.get_tokenizer()
+    texts = prompt_texts(tokenizer)
+    if MODALITY == "text":
+        if API == "chat":
+            return "chat", [[{"role": "user", "content": t}] for t in texts]
+        return "generate", texts
+    if MODALITY == "image" and API == "chat":
+        convs = []
+        for i, t in enumerate(texts):
+            parts = [{"type": "image_url", "image_url": {"url": data_url(make_image(i + j))}}
+                     for j in range(max(IMAGES_PER_PROMPT, 1))]
+            parts.append({"type": "text", "text": "Read the page, then answer. " + t})
+            convs.append([{"role": "user", "content": parts}])
+        return "chat", convs
+    # Video (and image with the generate API): the model's own chat template places its
+    # media tokens; the pixels go in multi_modal_data.
+    prompts = []
+    for i, t in enumerate(texts):
+        if MODALITY == "image":
+            items = [make_image(i + j) for j in range(max(IMAGES_PER_PROMPT, 1))]
+        else:
+            items = [make_video(i + j) for j in range(max(VIDEOS_PER_PROMPT, 1))]
+        content = [{"type": MODALITY} for _ in items] + [{"type": "text", "text": t}]
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": content}], tokenize=False, add_generation_prompt=True
+        )
+        data = items[0] if len(items) == 1 else items
+        prompts.append({"prompt": text, "multi_modal_data": {MODALITY: data}})
+    return "generate", prompts
+
+
+def run_batch(llm, requests, params):
+    api, payload = requests
+    if api == "chat":
+        return llm.chat(payload, params, use_tqdm=False)
+    return llm.generate(payload, params, use_tqdm=False)
+
+
+SPEC_NAMES = {
+    "vllm:spec_decode_num_drafts": "num_drafts",
+    "vllm:spec_decode_num_draft_tokens": "num_draft_tokens",
+    "vllm:spec_decode_num_accepted_tokens": "num_accepted_tokens",
+}
+PER_POS_NAME = "vllm:spec_decode_num_accepted_tokens_per_pos"
+
+
+def spec_snapshot(llm):
+    """Cumulative spec-decode counters, summed over engines (one label set per engine)."""
+    from vllm.v1.metrics.reader import Counter, Vector
+
+    snap = {key: 0 for key in SPEC_NAMES.values()}
+    per_pos = []
+    for metric in llm.get_metrics():
+        if isinstance(metric, Counter) and metric.name in SPEC_NAMES:
+            snap[SPEC_NAMES[metric.name]] += int(metric.value)
+        elif isinstance(metric, Vector) and metric.name == PER_POS_NAME:
+            per_pos.extend([0] * (len(metric.values) - len(per_pos)))
+            for i, v in enumerate(metric.values):
+                per_pos[i] += int(v)
+    snap["per_position_accepted"] = per_pos
+    return snap
+
+
+def spec_delta(before, after):
+    delta = {key: after[key] - before[key] for key in SPEC_NAMES.values()}
+    old = before["per_position_accepted"]
+    delta["per_position_accepted"] = [
+        v - (old[i] if i < len(old) else 0) for i, v in enumerate(after["per_position_accepted"])
+    ]
+    return delta
+
+
+def spec_add(total, delta):
+    if total is None:
+        return delta
+    out = {key: total[key] + delta[key] for key in SPEC_NAMES.values()}
+    a, b = total["per_position_accepted"], delta["per_position_accepted"]
+    n = max(len(a), len(b))
+    out["per_position_accepted"] = [
+        (a[i] if i < len(a) else 0) + (b[i] if i < len(b) else 0) for i in range(n)
+    ]
+    return out
+
+
+def vllm_commit():
+    try:
+        from vllm import _version
+    except ImportError:
+        return None
+    commit = getattr(_version, "__commit_id__", None) or getattr(_version, "commit_id", None)
+    if not commit:
+        return None
+    return commit[1:] if commit.startswith("g") else commit
+
+
+def measure():
+    import vllm
+    from vllm import LLM, SamplingParams
+
+    print(f"triagebot: vLLM {vllm.__version__}, {CELL_ID}: LLM({LLM_ARGS})", flush=True)
+    llm = LLM(**LLM_ARGS)
+    params = SamplingParams(**SAMPLING)
+    requests = build_requests(llm)
+    for _ in range(WARMUPS):
+        run_batch(llm, requests, params)
+    runs, spec, outputs = [], None, []
+    for i in range(RUNS):
+        before = spec_snapshot(llm) if HAS_SPEC else None
+        start = time.perf_counter()
+        outputs = run_batch(llm, requests, params)
+        seconds = time.perf_counter() - start
+        if HAS_SPEC:
+            spec = spec_add(spec, spec_delta(before, spec_snapshot(llm)))
+        tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
+        runs.append(run_record(tokens, seconds))
+        print(f"triagebot: run {i + 1}/{RUNS}: {tokens} tokens in {seconds:.2f} s", flush=True)
+    return {
+        "engine_version": vllm.__version__,
+        "env": machine_env(vllm.__version__, vllm_commit()),
+        "runs": runs,
+        "spec": spec,
+        "outputs_digest": digest_token_ids(o.outputs[0].token_ids for o in outputs),
+    }
+
+
+if __name__ == "__main__":
+    main(measure)

@@ -1,0 +1,367 @@
+#!/usr/bin/env python3
+# triagebot reproduction: one cell as a `vllm-mlx serve` server, driven by a small stdlib
+# client on /v1/completions; MTP counters are read from /v1/status before and after
+# every measured run (they count from server start, so each run gets the difference).
+# spec mapping: num_drafts = attempted, num_draft_tokens = attempted * effective draft
+# tokens (from /v1/status), num_accepted_tokens = accepted.
+# cell c654e84b6b2: no_spec
+# plan 38c0198c747d, vllm-mlx 0.4.1
+# note: /v1/completions has no ignore_eos: requests may stop early, output tokens are
+# counted from usage
+# --- triagebot runtime: environment, digest, result file (the same in every script) ---
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+
+CELL_ID = 'c654e84b6b2'
+ENGINE = 'vllm-mlx'
+WARMUPS = 1
+RUNS = int(os.environ.get("TRIAGEBOT_RUNS", 5))
+SCHEMA_VERSION = 1
+
+
+def _nvidia_smi(query):
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run(
+            [exe, "--query-gpu=" + query, "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=False,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
+def machine_env(engine_version=None, engine_commit=None):
+    """GPU, driver, CUDA and torch as this process sees them."""
+    env = {"gpu": None, "gpu_count": 0, "driver": None, "cuda": None, "torch": None,
+           "engine_version": engine_version, "engine_commit": engine_commit}
+    # Every engine has imported torch by the time this runs; importing it here for a
+    # script that failed earlier would only add seconds to the failure.
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        env["torch"] = torch.__version__
+        env["cuda"] = torch.version.cuda
+        if torch.cuda.is_available():
+            env["gpu_count"] = torch.cuda.device_count()
+            env["gpu"] = torch.cuda.get_device_name(0)
+    drivers = _nvidia_smi("driver_version")
+    if drivers:
+        env["driver"] = drivers[0]
+    if env["gpu"] is None:
+        names = _nvidia_smi("name")
+        env["gpu"] = names[0] if names else "cpu: " + (platform.processor() or platform.machine())
+        env["gpu_count"] = len(names)
+    return env
+
+
+def digest_token_ids(sequences):
+    """One hash over every request's generated token ids, in request order."""
+    h = hashlib.sha256()
+    for seq in sequences:
+        h.update(json.dumps([int(t) for t in seq]).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def run_record(output_tokens, seconds, **latency):
+    record = {"output_tokens": int(output_tokens), "seconds": float(seconds),
+              "tok_s": float(output_tokens) / seconds if seconds > 0 else 0.0}
+    record.update({k: float(v) for k, v in latency.items() if v is not None})
+    return record
+
+
+def _error_status(exc):
+    text = f"{type(exc).__name__}: {exc}"
+    if "out of memory" in text.lower() or type(exc).__name__ == "OutOfMemoryError":
+        return "oom"
+    if type(exc).__name__ == "ConfigRejected" or "not found in" in text and "Config" in text:
+        return "config_rejected"
+    return "failed"
+
+
+def write_result(doc):
+    path = os.environ.get("TRIAGEBOT_RESULT") or f"result-{CELL_ID}.json"
+    doc = {"schema_version": SCHEMA_VERSION, "cell_id": CELL_ID, "engine": ENGINE, **doc}
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=2)
+    os.replace(tmp, path)
+    print(f"triagebot: wrote {path} (status {doc['status']})", flush=True)
+
+
+def main(measure):
+    """Run `measure()` and write its RunResult; on failure write the failure instead."""
+    started = time.time()
+    try:
+        doc = measure()
+    except BaseException as exc:  # noqa: BLE001 - the result file must say what happened
+        if isinstance(exc, KeyboardInterrupt):
+            status = "failed"
+        else:
+            status = _error_status(exc)
+        traceback.print_exc()
+        # A template may attach the tail of a server log to the exception it raises.
+        write_result({"status": status, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                      "log_tail": str(getattr(exc, "log_tail", ""))[-4000:],
+                      "env": machine_env(), "runs": [], "warmups": WARMUPS,
+                      "wall_s": time.time() - started})
+        sys.exit(1)
+    doc.setdefault("status", "ok")
+    doc.setdefault("warmups", WARMUPS)
+    doc["wall_s"] = time.time() - started
+    write_result(doc)
+# --- end of triagebot runtime ---
+
+import random
+import signal
+import socket
+import tempfile
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+CELL_ENV = {}
+os.environ.update(CELL_ENV)
+
+MODEL = 'Qwen/Qwen3.6-27B'
+SERVE_FLAGS = {'continuous_batching': True}
+REQUESTED_DRAFT_TOKENS = None
+NOTES = ['/v1/completions has no ignore_eos: requests may stop early, output tokens are counted from usage']
+NUM_PROMPTS = 200
+INPUT_LEN = 1024
+CONCURRENCY = 16
+MAX_TOKENS = 256
+TEMPERATURE = 0.0
+TOP_P = 1.0
+SEED = 0
+READY_TIMEOUT_S = float(os.environ.get("TRIAGEBOT_READY_TIMEOUT", 1800))
+REQUEST_TIMEOUT_S = 1200
+STOP_GRACE_S = 30
+HOST = "127.0.0.1"
+COUNTERS = ("attempted", "accepted", "rejected", "errors")
+# Prompt words: common English words are about one token each in most vocabularies, so
+# INPUT_LEN words approximate INPUT_LEN prompt tokens without loading a tokenizer.
+WORDS = ("time year people way day man thing woman life child world school state family "
+         "student group country problem hand part place case week company system program "
+         "question work government number night point home water room mother area money "
+         "story fact month lot right study book eye job word business issue side kind head "
+         "house service friend father power hour game line end member law car city name "
+         "team minute idea body information back parent face others level office door "
+         "health person art war history party result change morning reason research girl "
+         "guy moment air teacher force education").split()
+
+
+def free_port():
+    if os.environ.get("TRIAGEBOT_PORT"):
+        return int(os.environ["TRIAGEBOT_PORT"])
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def to_flags(kwargs):
+    argv = []
+    for key, value in kwargs.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is not False and value is not None:
+            argv += [flag, str(value)]
+    return argv
+
+
+def log_tail(path, limit=1500):
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()[-limit:]
+    except OSError:
+        return ""
+
+
+def start_server(port, log_path):
+    exe = shutil.which("vllm-mlx")
+    if exe is None:
+        raise RuntimeError("vllm-mlx is not on PATH (pip install vllm-mlx)")
+    cmd = [exe, "serve", MODEL, "--host", HOST, "--port", str(port), *to_flags(SERVE_FLAGS)]
+    print("triagebot: " + " ".join(cmd), flush=True)
+    log = open(log_path, "w")
+    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop_server(proc):
+    """TERM the whole group, give it a grace period, then KILL whatever is left."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def http_json(url, body=None, timeout=30):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read().decode())
+
+
+def wait_ready(proc, base, log_path):
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while True:
+        try:
+            if http_json(base + "/health", timeout=10).get("model_loaded", True):
+                return
+        except (OSError, urllib.error.URLError, ValueError):
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError(f"vllm-mlx exited with {proc.returncode} before it was "
+                               f"ready; log tail:\n{log_tail(log_path)}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"vllm-mlx not ready after {READY_TIMEOUT_S:.0f}s; "
+                               f"log tail:\n{log_tail(log_path)}")
+        time.sleep(1)
+
+
+def served_name(base):
+    """The id the server answers to (requests naming anything else get a 404)."""
+    try:
+        data = http_json(base + "/v1/models").get("data") or []
+        return data[0]["id"] if data else MODEL
+    except (OSError, urllib.error.URLError, ValueError, KeyError, IndexError, TypeError):
+        return MODEL
+
+
+def make_prompts():
+    rng = random.Random(SEED)
+    return [" ".join(rng.choice(WORDS) for _ in range(INPUT_LEN)) for _ in range(NUM_PROMPTS)]
+
+
+def complete(base, name, prompt):
+    body = {"model": name, "prompt": prompt, "max_tokens": MAX_TOKENS,
+            "temperature": TEMPERATURE, "top_p": TOP_P, "stream": False}
+    doc = http_json(base + "/v1/completions", body, timeout=REQUEST_TIMEOUT_S)
+    return int((doc.get("usage") or {}).get("completion_tokens", 0))
+
+
+def drive(base, name, prompts):
+    """All prompts at CONCURRENCY in flight; returns (output tokens, seconds)."""
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=CONCURRENCY) as pool:
+        tokens = list(pool.map(lambda p: complete(base, name, p), prompts))
+    return sum(tokens), time.perf_counter() - start
+
+
+def mtp_status(base):
+    return http_json(base + "/v1/status").get("mtp") or {"enabled": False}
+
+
+def mtp_delta(before, after):
+    """Counters of one run: the later snapshot minus the earlier (both cumulative)."""
+    if not after.get("enabled") or "attempted" not in after:
+        return None
+    delta = {k: int(after.get(k, 0)) - int(before.get(k, 0)) for k in COUNTERS}
+    b0, b1 = before.get("bypass_counts") or {}, after.get("bypass_counts") or {}
+    delta["bypass_counts"] = {k: int(v) - int(b0.get(k, 0)) for k, v in b1.items()}
+    delta["effective_draft_tokens"] = after.get("effective_draft_tokens")
+    return delta
+
+
+def sum_deltas(deltas):
+    total = {k: sum(d[k] for d in deltas) for k in COUNTERS}
+    bypass = {}
+    for d in deltas:
+        for k, v in d["bypass_counts"].items():
+            bypass[k] = bypass.get(k, 0) + v
+    total["bypass_counts"] = bypass
+    return total
+
+
+def engine_version():
+    try:
+        from importlib.metadata import version as dist_version
+
+        return dist_version("vllm-mlx")
+    except Exception:  # noqa: BLE001 - a missing version is reported as None
+        return None
+
+
+def measure():
+    version = engine_version()
+    workdir = tempfile.mkdtemp(prefix=f"triagebot-{CELL_ID}-")
+    log_path = os.path.join(workdir, "server.log")
+    port = free_port()
+    base = f"http://{HOST}:{port}"
+    prompts = make_prompts()
+    proc = start_server(port, log_path)
+    try:
+        wait_ready(proc, base, log_path)
+        name = served_name(base)
+        for _ in range(WARMUPS):
+            drive(base, name, prompts)
+        runs, deltas, last = [], [], {"enabled": False}
+        for _ in range(RUNS):
+            before = mtp_status(base)
+            tokens, seconds = drive(base, name, prompts)
+            last = mtp_status(base)
+            runs.append(run_record(tokens, seconds))
+            delta = mtp_delta(before, last)
+            if delta is not None:
+                deltas.append(delta)
+    finally:
+        stop_server(proc)
+    return {
+        "engine_version": version,
+        "env": machine_env(version),
+        "runs": runs,
+        "outputs_digest": None,
+        "log_tail": log_tail(log_path),
+        **spec_fields(last, deltas),
+    }
+
+
+def spec_fields(last, deltas):
+    warnings = list(NOTES)
+    fields = {"spec": None, "requested_draft_tokens": REQUESTED_DRAFT_TOKENS,
+              "effective_draft_tokens": last.get("effective_draft_tokens"),
+              "mtp_enabled": bool(last.get("enabled")), "warnings": warnings}
+    if REQUESTED_DRAFT_TOKENS is None:
+        return fields
+    if not deltas or len(deltas) != RUNS:
+        warnings.append("/v1/status showed mtp " + json.dumps(last)[:200] +
+                        ": no MTP counters (simple mode reports none), spec is null")
+        return fields
+    total = sum_deltas(deltas)
+    effective = int(last.get("effective_draft_tokens") or 1)
+    fields["spec"] = {"num_drafts": total["attempted"],
+                      "num_draft_tokens": total["attempted"] * effective,
+                      "num_accepted_tokens": total["accepted"],
+                      # One draft per step: every accepted token sat at position 0.
+                      "per_position_accepted": [total["accepted"]] if effective == 1 else []}
+    fields["mtp_counters"] = total
+    fields["mtp_runs"] = deltas
+    fields["bypass_counts"] = total["bypass_counts"]
+    if effective != REQUESTED_DRAFT_TOKENS:
+        warnings.append(f"requested {REQUESTED_DRAFT_TOKENS} draft tokens, the server "
+                        f"drafted {effective} per verify step")
+    return fields
+
+
+if __name__ == "__main__":
+    main(measure)
