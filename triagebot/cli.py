@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from triagebot import __version__
-from triagebot.model import Plan
+from triagebot.model import Plan, PlanPolicy
 
 app = typer.Typer(
     name="triagebot",
@@ -88,6 +88,9 @@ TitleOpt = Annotated[str | None, typer.Option("--title", help="The issue or PR t
 RepoOpt = Annotated[str | None, typer.Option("--repo", help="OWNER/NAME of the thread.")]
 EngineOpt = Annotated[str | None, typer.Option("--engine", help="Same as engine=.")]
 RunsOpt = Annotated[int | None, typer.Option("--runs", help="Same as runs=.")]
+TrustOpt = Annotated[list[str] | None, typer.Option(
+    "--trust-remote-code", help="Allow this model id (or id@revision) to run its own code; "
+    "repeatable. Nothing else gets trust_remote_code.")]
 
 
 def _fail(code: int, message: str) -> typer.Exit:
@@ -96,7 +99,14 @@ def _fail(code: int, message: str) -> typer.Exit:
 
 
 def load_plan(path: str, title: str | None, repo: str | None, overrides: list[str] | None,
-              engine: str | None = None, runs: int | None = None) -> Plan:
+              engine: str | None = None, runs: int | None = None,
+              trust: list[str] | None = None) -> Plan:
+    return load_plan_from(read_input(path), title, repo, overrides, engine, runs, trust)
+
+
+def load_plan_from(data: bytes, title: str | None, repo: str | None,
+                   overrides: list[str] | None, engine: str | None = None,
+                   runs: int | None = None, trust: list[str] | None = None) -> Plan:
     """Parse and plan, turning every refusal into a message and an exit code."""
     from triagebot.errors import PlanRejected
     from triagebot.options import OptionsError, parse_overrides
@@ -110,9 +120,9 @@ def load_plan(path: str, title: str | None, repo: str | None, overrides: list[st
         options = parse_overrides(words)
     except OptionsError as exc:
         raise _fail(EXIT_USAGE, str(exc)) from None
-    request = parse_report(read_input(path), title=title, repo=repo)
+    request = parse_report(data, title=title, repo=repo)
     try:
-        return build_plan(request, options)
+        return build_plan(request, options, policy=PlanPolicy(trust_remote_code=trust or []))
     except PlanRejected as exc:
         raise _fail(EXIT_REFUSED, f"cannot plan this report: {exc}") from None
 
@@ -125,10 +135,11 @@ def plan(
     repo: RepoOpt = None,
     engine: EngineOpt = None,
     runs: RunsOpt = None,
+    trust: TrustOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Plan as JSON.")] = False,
 ) -> None:
     """Turn a report into a Plan: the cells to run and the comparisons that answer it."""
-    result = load_plan(path, title, repo, overrides, engine, runs)
+    result = load_plan(path, title, repo, overrides, engine, runs, trust)
     if json_out:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
@@ -145,6 +156,7 @@ def render(
     repo: RepoOpt = None,
     engine: EngineOpt = None,
     runs: RunsOpt = None,
+    trust: TrustOpt = None,
     cell: Annotated[list[str] | None, typer.Option(
         "--cell", help="Only this cell id (repeatable).")] = None,
     out: Annotated[Path | None, typer.Option(
@@ -154,7 +166,7 @@ def render(
     """Render each cell of the plan into a self-contained script that writes a RunResult."""
     from triagebot.render import RenderError, render_plan
 
-    result = load_plan(path, title, repo, overrides, engine, runs)
+    result = load_plan(path, title, repo, overrides, engine, runs, trust)
     try:
         scripts = render_plan(result, cell)
     except RenderError as exc:
@@ -172,6 +184,117 @@ def render(
     console = Console()
     console.print(f"wrote {len(scripts)} files and plan.json to {escape(str(out))}; run them "
                   f"with: bash {escape(str(out / 'run_all.sh'))}")
+
+
+# `triagebot repro` exit codes: what the runs found.
+EXIT_REPRODUCED = 0
+EXIT_NOT_REPRODUCED = 1
+EXIT_INCONCLUSIVE = 4
+EXIT_RUN_ERROR = 5
+OUTCOME_EXIT = {"reproduced": EXIT_REPRODUCED, "not_reproduced": EXIT_NOT_REPRODUCED,
+                "inconclusive": EXIT_INCONCLUSIVE, "error": EXIT_RUN_ERROR}
+
+
+@app.command()
+def repro(
+    path: Annotated[str, typer.Argument(help="Report file, or - for stdin.")],
+    overrides: OverridesArg = None,
+    title: TitleOpt = None,
+    repo: RepoOpt = None,
+    engine: EngineOpt = None,
+    runs: RunsOpt = None,
+    trust: TrustOpt = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Where plan.json, scripts, results, logs and report.md go "
+                      "(default: ./triagebot-out/<plan hash>).")] = None,
+    provision_envs: Annotated[bool, typer.Option(
+        "--provision/--local", help="Build a virtualenv per engine version in the cache, or "
+                                    "use this interpreter (default).")] = False,
+    cache: Annotated[Path | None, typer.Option(help="Virtualenv cache directory.")] = None,
+) -> None:
+    """Parse, plan, run every cell here, analyse and print the report.
+
+    Exit code: 0 reproduced, 1 not reproduced, 4 inconclusive, 5 the runs failed,
+    2 bad input, 3 the plan was refused.
+    """
+    from triagebot.parse import parse_report
+    from triagebot.render import RenderError, render_plan
+    from triagebot.report import render_report
+    from triagebot.run.orchestrate import DEFAULT_CACHE, RunSettings, execute
+
+    data = read_input(path)
+    plan_ = load_plan_from(data, title, repo, overrides, engine, runs, trust)
+    try:
+        scripts = render_plan(plan_)
+    except RenderError as exc:
+        raise _fail(EXIT_REFUSED, str(exc)) from None
+    folder = out or Path("triagebot-out") / plan_.plan_hash
+    settings = RunSettings(out_dir=folder, cache_dir=cache or DEFAULT_CACHE,
+                           local=not provision_envs)
+    request = parse_report(data, title=title, repo=repo)
+    from triagebot.views import ProgressView
+
+    with ProgressView(Console(stderr=True), plan_) as view:
+        execution = execute(plan_, scripts, request, settings, view.update)
+    command = " ".join(["triagebot repro", _shell_word(path), *map(_shell_word,
+                        _override_words(overrides, engine, runs))])
+    report = render_report(plan_, execution.findings, scripts=scripts, command=command)
+    (folder / "report.md").write_text(report)
+    sys.stdout.write(report + ("" if report.endswith("\n") else "\n"))
+    Console(stderr=True).print(f"wrote {escape(str(folder))}/report.md")
+    raise typer.Exit(OUTCOME_EXIT[execution.findings.outcome])
+
+
+@app.command()
+def report(
+    folder: Annotated[Path, typer.Argument(help="A `triagebot repro` output directory.")],
+) -> None:
+    """Re-render report.md from the plan, results and logs a repro left in FOLDER."""
+    from pydantic import ValidationError
+
+    from triagebot.analyze.findings import analyze
+    from triagebot.model import ReproRequest
+    from triagebot.render import RenderedScript
+    from triagebot.report import render_report
+    from triagebot.run.orchestrate import load_results
+
+    try:
+        plan_ = Plan.model_validate_json((folder / "plan.json").read_text())
+        request_path = folder / "request.json"
+        request = (ReproRequest.model_validate_json(request_path.read_text())
+                   if request_path.exists() else None)
+        results = load_results(folder)
+    except (OSError, ValidationError) as exc:
+        raise _fail(EXIT_USAGE, f"{folder} is not a readable repro folder: {exc}") from None
+    logs = {p.name.split("-r")[0]: p.read_text(errors="replace")
+            for p in sorted((folder / "logs").glob("c*-r*.log"))}
+    findings = analyze(plan_, {c.cell_id: results.get(c.cell_id, []) for c in plan_.cells},
+                       request=request, logs=logs)
+    scripts = [RenderedScript(cell_id=p.stem if p.suffix == ".py" else None, filename=p.name,
+                              language="python" if p.suffix == ".py" else "bash",
+                              text=p.read_text())
+               for p in sorted((folder / "scripts").glob("*")) if p.is_file()]
+    text = render_report(plan_, findings, scripts=scripts,
+                         command=f"triagebot report {_shell_word(str(folder))}")
+    (folder / "report.md").write_text(text)
+    sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+    raise typer.Exit(OUTCOME_EXIT[findings.outcome])
+
+
+def _shell_word(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def _override_words(overrides: list[str] | None, engine: str | None,
+                    runs: int | None) -> list[str]:
+    words = list(overrides or [])
+    if engine:
+        words.append(f"--engine={engine}")
+    if runs is not None:
+        words.append(f"--runs={runs}")
+    return words
 
 
 engines_app = typer.Typer(help="What each engine release accepts, and how that table is kept.",

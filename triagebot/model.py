@@ -391,6 +391,20 @@ class Budget(_Model):
     cell_time_limit_s: int = Field(default=1200, ge=10, le=12 * 3600)
 
 
+class PlanPolicy(_Model):
+    """What the repo (or the maintainer on the command line) allows beyond safe defaults.
+
+    `trust_remote_code` lists model ids (optionally `id@revision`) whose own Python code
+    may run; nothing else ever gets `trust_remote_code=True`.
+    """
+
+    trust_remote_code: list[str] = Field(default_factory=list)
+
+    def allows_remote_code(self, model: str, revision: str | None) -> bool:
+        return model in self.trust_remote_code or (
+            revision is not None and f"{model}@{revision}" in self.trust_remote_code)
+
+
 class DefaultUsed(_Model):
     """A value the report did not give, the one the plan chose, and why."""
 
@@ -409,6 +423,7 @@ class Plan(_Model):
     cells: list[Cell]
     comparisons: list[Comparison] = Field(default_factory=list)
     budget: Budget = Field(default_factory=Budget)
+    policy: PlanPolicy = Field(default_factory=PlanPolicy)
     estimated_seconds: float = 0.0
     defaults: list[DefaultUsed] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

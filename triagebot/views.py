@@ -124,3 +124,50 @@ def render_plan(console: Console, plan: Plan) -> None:
         console.print(table)
     for note in plan.notes:
         console.print(Text(f"note: {note}", style="yellow"))
+
+
+class ProgressView:
+    """Live progress of a repro on stderr: cells, runs, elapsed time and ETA."""
+
+    def __init__(self, console: Console, plan: Plan) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self._plan = plan
+        self._progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("runs"), TimeElapsedColumn(), TextColumn("ETA"),
+            TimeRemainingColumn(), console=console, transient=False)
+        self._task = self._progress.add_task("starting", total=plan.budget.runs * len(
+            plan.cells))
+        self._console = console
+
+    def __enter__(self) -> ProgressView:
+        self._progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._progress.stop()
+
+    def update(self, event: Any) -> None:
+        if event.kind == "start":
+            desc = f"round {event.round + 1} · {event.label}"
+        elif event.kind == "done":
+            desc = f"{event.label}: {event.status}"
+            if event.status != "ok":
+                self._console.print(Text(f"cell {event.label} ended {event.status}",
+                                         style="yellow"))
+        elif event.kind == "provision":
+            desc = f"preparing {event.message.strip()}"
+        elif event.kind == "analyse":
+            desc = "analysing"
+        else:
+            desc = f"round {event.round + 1}"
+        self._progress.update(self._task, description=desc, completed=event.runs_done,
+                              total=max(event.runs_planned, 1) if event.runs_planned else None)

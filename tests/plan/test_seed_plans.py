@@ -106,3 +106,22 @@ def test_defaults_are_listed_with_reasons() -> None:
 def test_plans_are_deterministic() -> None:
     assert plan_for("000").plan_hash == plan_for("000").plan_hash
     assert plan_for("000").plan_hash != plan_for("000", "runs=7").plan_hash
+
+
+def test_trust_remote_code_only_for_allowlisted_models() -> None:
+    from triagebot.model import PlanPolicy
+    from triagebot.render import render_plan
+
+    def trusts(text: str) -> bool:
+        return "'trust_remote_code': True" in text or "'--trust-remote-code'" in text
+
+    request = parse_report(seed_path("001").read_bytes())
+    plan = build_plan(request)
+    assert not any(c.trust_remote_code for c in plan.cells)
+    assert any("not on the trust_remote_code allowlist" in n for n in plan.notes)
+    assert not any(trusts(s.text) for s in render_plan(plan))
+    allowed = build_plan(request, policy=PlanPolicy(
+        trust_remote_code=["zai-org/GLM-4.6V-Flash"]))
+    assert {c.model for c in allowed.cells if c.trust_remote_code} == {"zai-org/GLM-4.6V-Flash"}
+    for cell, script in zip(allowed.cells, render_plan(allowed), strict=False):
+        assert trusts(script.text) == cell.trust_remote_code, cell.label

@@ -199,3 +199,185 @@ class SpecDiagnostics(_Model):
     acceptance: AcceptanceStats
     step_cost: StepCost | None = None
     collapse: list[CollapseFlag] = Field(default_factory=list)
+
+
+# --- findings: what analyze() hands to the report ---------------------------------------
+
+Outcome = Literal["reproduced", "not_reproduced", "inconclusive", "error"]
+Severity = Literal["info", "warning", "error"]
+CellStatus = Literal[
+    "ok", "failed", "oom", "timeout", "hang", "crashed", "config_rejected", "missing", "no_runs"
+]
+
+
+class CellFinding(_Model):
+    """One plan cell after all its rounds of runs were merged."""
+
+    cell_id: str
+    label: str
+    varies: dict[str, str] = Field(default_factory=dict)
+    replica: int = 0
+    status: CellStatus
+    error: str | None = Field(default=None, description="why the cell has no usable runs")
+    rounds: int = Field(default=0, description="RunResults merged into this cell")
+    notes: list[str] = Field(default_factory=list)
+    throughput: CellSummary
+    acceptance: AcceptanceStats | None = None
+    outputs_digest: str | None = None
+
+
+class ComparisonFinding(_Model):
+    """A plan comparison (ratio or noise) with its statistics and, for spec vs no-spec
+    pairs, the step cost."""
+
+    name: str
+    kind: Literal["ratio", "noise"]
+    question: str = ""
+    numerator: list[str]
+    denominator: list[str]
+    main: bool = Field(default=False, description="answers the plan's main question")
+    result: ComparisonResult
+    step_cost: StepCost | None = None
+    next_action: str = Field(default="", description="what escalation would do next")
+
+
+class InteractionFinding(_Model):
+    name: str
+    question: str = ""
+    of: list[str]
+    result: Interaction
+
+
+class StepFitFinding(_Model):
+    """A k sweep of one spec method in one context, fitted to base + fixed + per_token*k."""
+
+    context: str
+    method: str
+    cells: list[str]
+    fit: StepCostFit
+
+
+class DivergenceFinding(_Model):
+    """Greedy outputs of cells that differ only in speculation, in one context."""
+
+    context: str
+    cells: list[str]
+    result: DivergenceResult
+
+
+class SignatureHit(_Model):
+    """A known log message found in one cell's log."""
+
+    id: str
+    severity: Severity
+    hint: str
+    related: list[str] = Field(default_factory=list)
+    cell_id: str = ""
+    count: int = Field(description="matching lines, including those not kept as evidence")
+    evidence: list[str] = Field(default_factory=list)
+
+
+class Hint(_Model):
+    """Something a maintainer should read, with the evidence that triggered it."""
+
+    severity: Severity
+    source: str = Field(description="signature id, 'collapse', 'divergence', 'run', ...")
+    text: str
+    cells: list[str] = Field(default_factory=list)
+    related: list[str] = Field(default_factory=list)
+    evidence: list[str] = Field(default_factory=list)
+
+
+class LabelMatch(_Model):
+    """A reporter's labelled throughput and the plan cell it names, if exactly one."""
+
+    label: str
+    reported_tok_s: float
+    cell_id: str | None = None
+    cell_label: str | None = None
+    ours_median: float | None = None
+    ours_n: int = 0
+    reason: str
+
+
+class ReportedRatio(_Model):
+    """The reporter's ratio for one of our comparisons next to ours."""
+
+    comparison: str
+    numerator_label: str
+    denominator_label: str
+    reported: float
+    ours: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    n_a: int = 0
+    n_b: int = 0
+    verdict: Verdict
+    reported_class: Literal["DIFFERENT", "SAME"] = Field(
+        description="where the reporter's ratio falls against our noise band"
+    )
+    reproduced: bool | None = Field(description="None: our verdict is UNKNOWN")
+    sentence: str
+    reason: str
+
+
+class AcceptanceCheck(_Model):
+    metric: Literal["acceptance_rate", "acceptance_length"]
+    reported: float
+    reported_arm: str | None = None
+    cell_id: str
+    cell_label: str
+    ours: float | None = None
+    runs: int = 0
+    drafts: int = 0
+    agrees: bool | None = None
+    sentence: str
+
+
+class EnvField(_Model):
+    field: Literal["gpu", "gpu_count", "driver", "cuda", "torch", "engine_version"]
+    reported: str | None = None
+    ours: str | None = None
+    differs: bool | None = Field(description="None when one side is unknown")
+    note: str = ""
+
+
+class EnvDiff(_Model):
+    fields: list[EnvField] = Field(default_factory=list)
+    sentence: str = ""
+
+
+class AgainstReport(_Model):
+    labels: list[LabelMatch] = Field(default_factory=list)
+    unmatched: list[str] = Field(default_factory=list)
+    ratios: list[ReportedRatio] = Field(default_factory=list)
+    acceptance: list[AcceptanceCheck] = Field(default_factory=list)
+    env: EnvDiff = Field(default_factory=EnvDiff)
+
+
+class Findings(_Model):
+    """Everything the report says, computed once (design.md §3)."""
+
+    schema_version: int = 1
+    plan_hash: str = ""
+    engine: str
+    engine_version: str | None = None
+    question: str = ""
+    outcome: Outcome
+    outcome_reason: str
+    headline: str
+    cells: list[CellFinding]
+    noise: NoiseBand
+    comparisons: list[ComparisonFinding] = Field(default_factory=list)
+    interactions: list[InteractionFinding] = Field(default_factory=list)
+    step_fits: list[StepFitFinding] = Field(default_factory=list)
+    collapse: list[CollapseFlag] = Field(default_factory=list)
+    divergence: list[DivergenceFinding] = Field(default_factory=list)
+    signatures: list[SignatureHit] = Field(default_factory=list)
+    hints: list[Hint] = Field(default_factory=list)
+    against_report: AgainstReport | None = None
+    runner_env: dict[str, str | int | None] = Field(default_factory=dict)
+    needs_more_runs: dict[str, int] = Field(
+        default_factory=dict, description="comparison name -> more runs per arm (UNKNOWN)"
+    )
+    notes: list[str] = Field(default_factory=list)

@@ -21,6 +21,7 @@ from triagebot.model import (
     Comparison,
     ModelId,
     Plan,
+    PlanPolicy,
     ReproRequest,
     Sampling,
     check_inert,
@@ -56,9 +57,13 @@ _SPEC_KEYS = {"method", "model", "num_speculative_tokens"}
 
 
 def build_plan(
-    request: ReproRequest, options: ReproOptions | None = None, budget: Budget | None = None
+    request: ReproRequest,
+    options: ReproOptions | None = None,
+    budget: Budget | None = None,
+    policy: PlanPolicy | None = None,
 ) -> Plan:
     options = options or ReproOptions()
+    policy = policy or PlanPolicy()
     choices = D.Choices()
     engine_name = _engine(request, options, choices)
     engine = adapter(engine_name)
@@ -70,6 +75,7 @@ def build_plan(
     budget = _budget(budget or Budget(), options)
 
     base = _base_fields(request, options, engine_name, version, choices)
+    base["_policy"] = policy
     axes = _axes(request, options, engine_name, base, choices)
     primary = min(range(len(axes)), key=lambda i: AXIS_ORDER.index(axes[i].name)) if axes else 0
 
@@ -79,6 +85,7 @@ def build_plan(
         cell = _cell(engine, base, list(zip(axes, combo, strict=True)), replica=0)
         cells.append(cell)
         grid[tuple(lv.name for lv in combo)] = cell.cell_id
+    _note_remote_code(request, cells, choices)
     comparisons = build_comparisons(axes, grid, primary)
     focus = _focus_cell(axes, cells, grid)
     replica = _cell(engine, base, _levels_of(axes, focus), replica=1)
@@ -102,6 +109,7 @@ def build_plan(
         cells=cells,
         comparisons=comparisons,
         budget=budget,
+        policy=policy,
         estimated_seconds=round(estimate, 1),
         defaults=choices.defaults,
         notes=choices.notes,
@@ -208,8 +216,16 @@ def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
         "expert_parallel": bool(request.expert_parallel),
         "sampling": _sampling(request, options, choices),
         "workload": _workload(request, options, engine, version, choices),
-        "env": {k: v for k, v in request.env_vars.items() if k != "VLLM_USE_V2_MODEL_RUNNER"},
+        "env": {},
     }
+    if request.engine in (None, engine):
+        # The reporter's environment belongs to the engine it ran; model_runner carries
+        # the V2 switch, which the engine module writes for the target release.
+        base["env"] = {k: v for k, v in request.env_vars.items()
+                       if k != "VLLM_USE_V2_MODEL_RUNNER"}
+    elif request.env_vars:
+        choices.note(f"the report's {request.engine} environment variables "
+                     f"({', '.join(sorted(request.env_vars))}) do not apply to {engine}")
     if request.model_runner and engine == "vllm":
         base["model_runner"] = request.model_runner
     if request.enforce_eager is not None:
@@ -225,6 +241,17 @@ def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
     if engine == "transformers":
         _reference_scale(base, choices)
     return base
+
+
+def _note_remote_code(request: ReproRequest, cells: list[Cell], choices: D.Choices) -> None:
+    """Say which models run their own code, and how to allow it where the report used it."""
+    asked = any(arm.settings.get("trust_remote_code") for arm in request.arms)
+    for model in dict.fromkeys(c.model for c in cells):
+        if any(c.trust_remote_code for c in cells if c.model == model):
+            choices.note(f"trust_remote_code is on for {model}: it is on the allowlist")
+        elif asked:
+            choices.note(f"the report ran with trust_remote_code; it stays off for {model}, "
+                         "which is not on the trust_remote_code allowlist")
 
 
 def _inert(cfg: dict[str, Any], field: str) -> dict[str, Any]:
@@ -319,7 +346,11 @@ def _reference_scale(base: dict[str, Any], choices: D.Choices) -> None:
     caps = D.REFERENCE_CAPS
     w: CellWorkload = base["workload"]
     s: Sampling = base["sampling"]
-    update_w = {k: caps[k] for k in ("num_prompts", "input_len") if getattr(w, k) > caps[k]}
+    update_w: dict[str, object] = {
+        k: caps[k] for k in ("num_prompts", "input_len") if getattr(w, k) > caps[k]}
+    if w.api == "chat":
+        update_w["api"] = "generate"
+        choices.note("the reference engine feeds token ids, not chat messages")
     if update_w:
         base["workload"] = w.model_copy(update=update_w)
     if s.max_tokens > caps["max_tokens"]:
@@ -386,6 +417,9 @@ def _cell(engine: EngineAdapter, base: dict[str, Any], levels: list[tuple[Axis, 
     fields = {k: v for k, v in base.items() if not k.startswith("_")}
     for _, level in levels:
         _apply(fields, level)
+    policy: PlanPolicy = base["_policy"]
+    fields["trust_remote_code"] = policy.allows_remote_code(fields["model"],
+                                                            fields.get("revision"))
     spec = fields.get("spec")
     if spec is not None and base["_extra_spec"]:
         fields["extra_speculative_config"] = base["_extra_spec"]

@@ -1,1 +1,343 @@
+"""Findings -> one markdown comment (design.md §1 step 6).
+
+The layout lives in `templates/report.md.j2`. Everything the template prints is built
+here and passes through `markdown.py` first; the jinja environment's `finalize` refuses
+any value that did not, so a template edit cannot print raw user-derived text.
+
+The comment always fits GitHub's 65,536-character limit: when it would not, evidence
+lines and scripts are shortened first, then scripts are left out, then evidence, and as
+a last resort the text is cut at a line with its open blocks closed; the report says
+which of these happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from triagebot.analyze.findings_models import Findings, Hint
+from triagebot.model import Plan
+from triagebot.render import RenderedScript
+from triagebot.report import markdown as md
+
+__all__ = ["MAX_CHARS", "Md", "render_report"]
+
+MAX_CHARS = 65_536
+TARGET_CHARS = 65_000  # margin for the GitHub client's own newline handling
+_ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
+_WORD = {"reproduced": "Reproduced", "not_reproduced": "Not reproduced",
+         "inconclusive": "Inconclusive", "error": "Error"}
+
+
+class Md(str):
+    """Text already made safe for the spot the template prints it in."""
+
+    __slots__ = ()
+
+
+class UnsafeReportValue(ValueError):
+    """A template printed a value that did not pass a markdown helper."""
+
+
+def _finalize(value: Any) -> Any:
+    if isinstance(value, Md) or value is None or value == "":
+        return value if value is not None else ""
+    raise UnsafeReportValue(f"report template printed an unescaped {type(value).__name__}")
+
+
+def _join(items: Sequence[Any], sep: str = " | ") -> Md:
+    """Join already-safe pieces; a raw string among them is refused like in finalize."""
+    for item in items:
+        _finalize(item)
+    return Md(sep.join(items))
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("triagebot.report", "templates"),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        finalize=_finalize,
+    )
+    env.filters["join_md"] = _join
+    return env
+
+
+# --- formatting ---------------------------------------------------------------------------
+
+
+def _t(text: object, limit: int = 500) -> Md:
+    return Md(md.inline(text, limit))
+
+
+def _c(text: object, limit: int = 200) -> Md:
+    return Md(md.table_cell(text, limit))
+
+
+def _num(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
+    return "—" if value is None else f"{value:{fmt}}{suffix}"
+
+
+def _ci(low: float | None, high: float | None, fmt: str = ".2f") -> str:
+    return "" if low is None or high is None else f" [{low:{fmt}}, {high:{fmt}}]"
+
+
+def _p(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2g}"
+
+
+# --- view -------------------------------------------------------------------------------
+
+
+@dataclass
+class Limits:
+    """How much of the long parts (evidence, scripts) one rendering keeps."""
+
+    evidence_lines: int | None = None
+    evidence_chars: int = 300
+    script_chars: int | None = None
+    scripts: bool = True
+    details_note: str = ""
+
+
+def _cell_rows(findings: Findings) -> list[list[Md]]:
+    rows = []
+    for c in findings.cells:
+        t = c.throughput
+        acc = c.acceptance
+        status = c.status if c.status == "ok" else f"{c.status}: {c.error or ''}"
+        rows.append([
+            _c(c.label),
+            Md(f"{_num(t.median, '.1f')}{_ci(t.ci_low, t.ci_high, '.1f')}"),
+            Md(str(t.n)),
+            Md(_num(t.cv * 100 if t.cv is not None else None, ".1f", "%")),
+            Md(_num(acc.acceptance_rate if acc else None, ".1%")),
+            Md(_num(acc.mean_acceptance_length if acc else None)),
+            _c(status, 120),
+        ])
+    return rows
+
+
+def _comparison_rows(findings: Findings) -> list[list[Md]]:
+    rows = []
+    for comp in findings.comparisons:
+        r = comp.result
+        verdict: str = "noise (A/A)" if comp.kind == "noise" else r.verdict
+        if comp.main and comp.kind == "ratio":
+            verdict = f"**{verdict}**"
+        rows.append([
+            _c(comp.name),
+            Md(f"{_num(r.ratio, '.3f')}x{_ci(r.ci_low, r.ci_high, '.3f')}"
+               if r.ratio is not None else "—"),
+            Md(_p(r.p_value)),
+            Md(verdict),
+            Md(f"{r.n_a} v {r.n_b}"),
+        ])
+    for inter in findings.interactions:
+        ir = inter.result
+        rows.append([
+            _c(inter.name),
+            Md(f"{_num(ir.ratio_of_ratios, '.3f')}x{_ci(ir.ci_low, ir.ci_high, '.3f')}"
+               if ir.ratio_of_ratios is not None else "—"),
+            Md("—"),
+            Md(f"**{ir.verdict}**"),
+            Md(f"{ir.n_a1}/{ir.n_b1} v {ir.n_a2}/{ir.n_b2}"),
+        ])
+    return rows
+
+
+def _noise_line(findings: Findings) -> Md:
+    b = findings.noise
+    src = "measured on the A/A pair" if b.source == "aa_pair" else "default"
+    return _t(f"Noise band [{b.low:.3f}, {b.high:.3f}], {src}: {b.note}", 600)
+
+
+def _chart(findings: Findings) -> Md:
+    pairs = [(c.label, c.throughput.median) for c in findings.cells
+             if c.throughput.median is not None]
+    if not pairs:
+        return Md("")
+    labels = [f"{label} (n={c.throughput.n})" for (label, _), c in
+              zip(pairs, [c for c in findings.cells if c.throughput.median is not None],
+                  strict=True)]
+    return Md(md.bar_chart("Median throughput per cell (tok/s)", labels,
+                           [v for _, v in pairs if v is not None], "tok/s"))
+
+
+def _spec_lines(findings: Findings) -> list[Md]:
+    out: list[Md] = []
+    for c in findings.cells:
+        acc = c.acceptance
+        if acc is None or c.replica:
+            continue
+        pos = ", ".join(f"{p:.2f}" for p in acc.per_position) or "—"
+        out.append(_t(
+            f"{c.label}: acceptance rate {_num(acc.acceptance_rate, '.1%')}, mean acceptance "
+            f"length {_num(acc.mean_acceptance_length)}, per position [{pos}] "
+            f"({acc.num_drafts} drafts over {c.throughput.n} runs)"
+            + (f"; note: {'; '.join(acc.notes)}" if acc.notes else ""), 800))
+    for comp in findings.comparisons:
+        if comp.step_cost is not None:
+            r = comp.result
+            out.append(_t(f"{comp.name}: {comp.step_cost.sentence} ({r.n_a} v {r.n_b} runs)",
+                          600))
+    for sf in findings.step_fits:
+        f = sf.fit
+        if f.ok and f.per_token_seconds is not None:
+            fixed = (f"fixed overhead {f.fixed_seconds * 1e3:.2f} ms per step, "
+                     if f.fixed_seconds is not None else "")
+            out.append(_t(f"k sweep of {sf.method} under {sf.context} (k = "
+                          f"{', '.join(map(str, f.ks))}): {fixed}{f.per_token_seconds * 1e3:.2f}"
+                          f" ms per drafted token; R² {_num(f.r_squared, '.3f')}", 600))
+        else:
+            out.append(_t(f"k sweep of {sf.method} under {sf.context}: no fit ({f.reason})"))
+    for d in findings.divergence:
+        if d.result.checked:
+            out.append(_t(f"greedy outputs under {d.context}: {d.result.reason}"))
+    return out
+
+
+@dataclass
+class HintView:
+    head: Md
+    text: Md
+    evidence: Md
+
+
+def _hint_views(findings: Findings, limits: Limits) -> list[HintView]:
+    views = []
+    for h in findings.hints:
+        views.append(HintView(
+            head=Md(f"{_ICON[h.severity]} **{h.severity}** · {md.code_span(h.source)} · "
+                    f"{md.inline(', '.join(dict.fromkeys(h.cells)), 300)}"),
+            text=_t(h.text + (f" Related: {', '.join(h.related)}." if h.related else ""), 1200),
+            evidence=Md(_evidence(h, limits)),
+        ))
+    return views
+
+
+def _evidence(h: Hint, limits: Limits) -> str:
+    lines = h.evidence if limits.evidence_lines is None else h.evidence[: limits.evidence_lines]
+    if not lines:
+        return ""
+    text = "\n".join(md.shorten(ln, limits.evidence_chars) for ln in lines)
+    if len(lines) < len(h.evidence):
+        text += f"\n... ({len(h.evidence) - len(lines)} more lines left out for length)"
+    return md.fence(text, "text")
+
+
+def _against(findings: Findings) -> dict[str, Any] | None:
+    ar = findings.against_report
+    if ar is None:
+        return None
+    labels = [[_c(m.label, 80), Md(f"{m.reported_tok_s:.2f}"), _c(m.cell_label or "—"),
+               Md(f"{_num(m.ours_median)} (n={m.ours_n})" if m.cell_id else "—"),
+               _c(m.reason, 160)] for m in ar.labels]
+    ratios = [_t(f"{r.comparison}: {r.sentence}; {r.reason}", 600) for r in ar.ratios]
+    acc = [_t(a.sentence, 400) for a in ar.acceptance]
+    env = [[Md(f.field), _c(f.reported or "—", 80), _c(f.ours or "—", 80),
+            Md("differs" if f.differs else "same" if f.differs is False else "unknown")]
+           for f in ar.env.fields]
+    return {"labels": labels, "unmatched": [_c(u, 80) for u in ar.unmatched],
+            "ratios": ratios, "acceptance": acc, "env": env,
+            "env_sentence": _t(ar.env.sentence, 800)}
+
+
+def _scripts(scripts: Sequence[RenderedScript], command: str, limits: Limits) -> dict[str, Any]:
+    blocks = []
+    for s in scripts:
+        name = md.code_span(s.filename)
+        if not limits.scripts:
+            blocks.append({"name": Md(name), "body": Md("")})
+            continue
+        text = s.text if limits.script_chars is None else md.shorten(s.text, limits.script_chars)
+        blocks.append({"name": Md(name), "body": Md(md.fence(text, s.language))})
+    return {
+        "command": Md(md.fence(command, "sh")) if command else Md(""),
+        "blocks": blocks,
+        "note": _t(limits.details_note, 400) if limits.details_note else Md(""),
+    }
+
+
+def _runs_footer(findings: Findings) -> Md:
+    ns = sorted({c.throughput.n for c in findings.cells})
+    span = (f"{ns[0]}" if len(ns) == 1 else f"{ns[0]}–{ns[-1]}") if ns else "0"
+    return Md(f"runs per cell: {span} (each number above states the runs it rests on)")
+
+
+def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], command: str,
+          limits: Limits) -> dict[str, Any]:
+    word = _WORD[findings.outcome]
+    rest = findings.headline.split(":", 1)[1].strip() if ":" in findings.headline \
+        else findings.headline
+    more = [_t(f"{name}: {n} more runs per arm would be the next look")
+            for name, n in findings.needs_more_runs.items()]
+    return {
+        "verdict": Md(word),
+        "headline": _t(rest, 2000),
+        "question": _t(findings.question, 600),
+        "reason": _t(findings.outcome_reason, 800),
+        "cells": _cell_rows(findings),
+        "comparisons": _comparison_rows(findings),
+        "noise": _noise_line(findings),
+        "needs_more": more,
+        "chart": _chart(findings),
+        "spec": _spec_lines(findings),
+        "hints": _hint_views(findings, limits),
+        "against": _against(findings),
+        "notes": [_t(n, 600) for n in findings.notes],
+        "repro": _scripts(scripts, command, limits),
+        "footer": Md(
+            f"triagebot · {md.inline(findings.engine)} "
+            f"{md.inline(findings.engine_version or 'unknown version')} · plan "
+            f"{md.code_span(findings.plan_hash or plan.plan_hash or '—')} · "
+            f"{_runs_footer(findings)}"),
+    }
+
+
+def _render(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], command: str,
+            limits: Limits) -> str:
+    template = _environment().get_template("report.md.j2")
+    return template.render(**_view(plan, findings, scripts, command, limits))
+
+
+_NOTE = ("Shortened to fit GitHub's 65,536-character comment limit: {what}. "
+         "`triagebot repro` writes the full scripts and logs to its output directory.")
+
+
+def _attempts() -> list[tuple[Limits, str]]:
+    steps: list[tuple[Limits, str]] = [(Limits(), "")]
+    steps.append((Limits(evidence_lines=5, evidence_chars=200, script_chars=6000),
+                  "evidence and scripts cut to their first and last lines"))
+    steps.append((Limits(evidence_lines=3, evidence_chars=200, scripts=False),
+                  "scripts left out, evidence cut"))
+    steps.append((Limits(evidence_lines=0, scripts=False), "scripts and log evidence left out"))
+    return steps
+
+
+def render_report(
+    plan: Plan,
+    findings: Findings,
+    *,
+    scripts: Sequence[RenderedScript] = (),
+    command: str = "",
+) -> str:
+    """The report comment for `findings`, always shorter than 65,536 characters."""
+    text = ""
+    for limits, what in _attempts():
+        if what:
+            limits.details_note = _NOTE.format(what=what)
+        text = _render(plan, findings, scripts, command, limits)
+        if len(text) <= TARGET_CHARS:
+            return text
+    note = md.inline(_NOTE.format(what="the report itself was cut at a line"))
+    return md.cut(text, TARGET_CHARS, f"_{note}_")
 

@@ -1,0 +1,107 @@
+"""Reporter labels -> plan cells, reporter ratios vs ours, and the environment diff."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pytest
+
+from tests.conftest import seed_path
+from triagebot.analyze import stats
+from triagebot.analyze.against_report import env_diff, judge_ratio, match_label, read_label
+from triagebot.analyze.findings_models import ComparisonFinding
+from triagebot.model import Environment, Plan, ReproRequest, RunEnv
+from triagebot.parse import parse_report
+from triagebot.plan import build_plan
+
+
+@cache
+def seed_plan() -> Plan:
+    return build_plan(parse_report(seed_path("000").read_bytes()))
+
+
+@pytest.mark.parametrize("label, words", [
+    ("no_mtp_eager", ["no spec", "eager"]),
+    ("mtp_graph", ["mtp", "graph"]),
+    ("baseline", ["no spec"]),
+    ("Without spec (CUDA graphs)", ["no spec", "graph"]),
+    ("EAGLE3 k=3 piecewise", ["eagle3", "k=3", "PIECEWISE"]),
+    ("full_and_piecewise", ["FULL_AND_PIECEWISE"]),
+    ("MRV2 + probabilistic", ["v2", "probabilistic"]),
+    ("MRV1 strict", ["v1", "strict"]),
+    ("vit_graph", ["vit graph"]),
+    ("run 3", []),
+])
+def test_label_words(label: str, words: list[str]) -> None:
+    assert read_label(label).words == words
+
+
+@pytest.mark.parametrize("label, cell", [
+    ("no_mtp_eager", "no_spec + eager"),
+    ("no_mtp_graph", "no_spec + graph"),
+    ("mtp_eager", "spec + eager"),
+    ("mtp_graph", "spec + graph"),
+    ("MTP + CUDA graph", "spec + graph"),
+])
+def test_seed_labels_map_to_exactly_one_first_replica_cell(label: str, cell: str) -> None:
+    found, reason = match_label(label, seed_plan())
+    assert found is not None and found.label == cell, reason
+    assert found.replica == 0
+
+
+@pytest.mark.parametrize("label, why", [
+    ("mtp", "fits 2 cells"),
+    ("eagle3_graph", "no cell"),
+    ("piecewise", "no cell"),
+    ("receipt", "no configuration words"),
+])
+def test_unclear_labels_are_listed_not_guessed(label: str, why: str) -> None:
+    found, reason = match_label(label, seed_plan())
+    assert found is None and why in reason
+
+
+def _finding(a: list[float], b: list[float]) -> ComparisonFinding:
+    band = stats.default_band("test", half_width_pct=0.05)
+    res = stats.compare(a, b, band)
+    return ComparisonFinding(name="x", kind="ratio", numerator=["a"], denominator=["b"],
+                             result=res)
+
+
+SLOW = [56.0, 56.5, 55.5, 56.2, 55.8]
+BASE = [100.0, 101.0, 99.0, 100.5, 99.5]
+
+
+@pytest.mark.parametrize("a, reported, expected", [
+    (SLOW, 0.56, True),          # CI contains it
+    (SLOW, 0.70, True),          # both DIFFERENT below 1
+    (SLOW, 1.30, False),         # opposite direction
+    (SLOW, 1.02, False),         # reporter saw nothing, we see a slowdown
+    (BASE, 0.56, False),         # we see SAME where the reporter saw a slowdown
+    ([60.0, 140.0, 100.0, 80.0, 120.0], 0.56, None),  # UNKNOWN
+])
+def test_judge_ratio(a: list[float], reported: float, expected: bool | None) -> None:
+    comp = _finding(a, BASE)
+    ok, _cls, reason = judge_ratio(reported, comp, comp.result.band)
+    assert ok is expected, reason
+
+
+def test_env_diff_compares_gpu_model_and_public_versions() -> None:
+    req = ReproRequest(environment=Environment(
+        gpus=["NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB"], driver="570.211.01",
+        cuda_runtime="12.8.61", torch="2.10.0+cu128", engine_version="0.17.1"))
+    same = env_diff(req, RunEnv(gpu="NVIDIA A100-SXM4-80GB", gpu_count=1, driver="570.211.01",
+                                cuda="12.8", torch="2.10.0", engine_version="0.17.1"))
+    diffs = {f.field: f.differs for f in same.fields}
+    assert diffs == {"gpu": False, "gpu_count": True, "driver": False, "cuda": False,
+                     "torch": False, "engine_version": False}
+    assert "does not matter here" in same.sentence
+    other = env_diff(req, RunEnv(gpu="NVIDIA H100 80GB HBM3", engine_version="0.18.1"))
+    assert {f.field for f in other.fields if f.differs} == {"gpu", "engine_version"}
+    assert "most likely to explain a mismatch: gpu" in other.sentence
+    assert {f.field for f in other.fields if f.differs is None} == {
+        "gpu_count", "driver", "cuda", "torch"}
+
+
+def test_env_diff_without_a_runner_env_knows_nothing() -> None:
+    diff = env_diff(ReproRequest(gpu="H100"), None)
+    assert all(f.differs is None for f in diff.fields)

@@ -1,0 +1,149 @@
+"""Report goldens on recorded RunResults, the size limit, and hostile text."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.report import SCENARIOS, load_fixture, seed_request
+from triagebot.analyze.findings import analyze
+from triagebot.model import ReportedMetrics
+from triagebot.render import RenderedScript, render_cell
+from triagebot.report import MAX_CHARS, Md, UnsafeReportValue, _finalize, render_report
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+COMMAND = "triagebot repro ../shared/seeds/000_cbee03676dbc1509.txt --engine vllm"
+_OPEN = re.compile(r"^(`{3,})[a-z0-9_+-]*$")
+
+
+def split_fences(text: str) -> tuple[str, list[str], bool]:
+    """(text outside fenced blocks, the blocks' bodies, whether a fence was left open)."""
+    outside: list[str] = []
+    blocks: list[str] = []
+    fence: str | None = None
+    body: list[str] = []
+    for line in text.split("\n"):
+        if fence is None:
+            m = _OPEN.match(line)
+            if m:
+                fence, body = m.group(1), []
+            else:
+                outside.append(line)
+        elif line == fence:
+            blocks.append("\n".join(body))
+            fence = None
+        else:
+            body.append(line)
+    return "\n".join(outside), blocks, fence is not None
+
+
+def report_for(name: str, *, scripts: bool = False) -> str:
+    plan, results = load_fixture(name)
+    findings = analyze(plan, results, request=seed_request())
+    rendered = [render_cell(plan, c) for c in plan.cells] if scripts else []
+    return render_report(plan, findings, scripts=rendered, command=COMMAND)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_golden(name: str, update_goldens: bool) -> None:
+    text = report_for(name, scripts=name == "reproduced_slowdown")
+    path = GOLDEN / f"{name}.md"
+    if update_goldens:
+        path.write_text(text, encoding="utf-8")
+    assert path.exists(), f"{path} missing: run pytest --update-goldens"
+    assert text == path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_structure(name: str) -> None:
+    text = report_for(name)
+    first = text.split("\n", 1)[0]
+    assert re.match(r"^\*\*(Reproduced|Not reproduced|Inconclusive|Error)\*\*: ", first)
+    assert not split_fences(text)[2]
+    assert "<details><summary>Reproduce with</summary>" in text
+    assert text.rstrip().endswith("</sub>")
+    assert "plan `45f36f888f8e`" in text
+    assert len(text) < MAX_CHARS
+
+
+def test_chart_and_tables_quote_run_counts() -> None:
+    text = report_for("reproduced_slowdown")
+    assert "```mermaid\nxychart-beta\n" in text
+    assert '"spec + graph (n=5)"' in text
+    assert "| spec/no\\_spec @ graph | 0.566x [0.561, 0.582] | 0.0079 | **DIFFERENT** | 5 v 5 |" \
+        in text
+    assert "reproduced: 0.57x vs 0.56x reported (5 v 5 runs)" in text
+
+
+def test_rendering_is_deterministic() -> None:
+    assert report_for("noisy_unknown") == report_for("noisy_unknown")
+
+
+def _hostile_scripts(count: int, size: int) -> list[RenderedScript]:
+    body = ("x = 1  # ```` @user <script>\n" * (size // 28))[:size]
+    return [RenderedScript(cell_id=None, filename=f"s{i}.py", language="python", text=body)
+            for i in range(count)]
+
+
+def test_huge_logs_and_many_scripts_stay_under_the_limit() -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    line = ("(EngineCore_DP0 pid=1) INFO 03-14 10:00:05 [vllm.py:612] Cudagraph is disabled "
+            "under eager mode " + "y" * 1500)
+    logs = {c.cell_id: "\n".join([line] * 2000) for c in plan.cells}
+    findings = analyze(plan, results, request=seed_request(), logs=logs)
+    text = render_report(plan, findings, scripts=_hostile_scripts(40, 20_000), command=COMMAND)
+    assert len(text) < MAX_CHARS
+    assert "65,536-character" in text
+    assert not split_fences(text)[2]
+    assert text.count("<details>") == text.count("</details>")
+
+
+def test_even_an_enormous_findings_is_cut_safely() -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    findings = analyze(plan, results, request=seed_request())
+    many = findings.notes + [f"note {i} " + "z" * 400 for i in range(400)]
+    text = render_report(plan, findings.model_copy(update={"notes": many}), command=COMMAND)
+    assert len(text) < MAX_CHARS
+    assert "cut at a line" in text
+    assert not split_fences(text)[2]
+
+
+HOSTILE = "<script>alert(1)</script> <img src=x onerror=alert(2)> @user ```` [x](http://evil)"
+
+
+def test_hostile_text_is_neutralised() -> None:
+    plan, results = load_fixture("crash_in_one_cell")
+    # A label may hold '@' (the Cell allowlist permits it); the rest arrives via logs,
+    # errors, the reporter's labels and environment strings.
+    cells = [c.model_copy(update={"label": "@maintainers " + c.label}) for c in plan.cells]
+    plan = plan.model_copy(update={"cells": cells})
+    crashed = plan.cells[3].cell_id
+    results[crashed] = [r.model_copy(update={"error": "RuntimeError: " + HOSTILE})
+                        for r in results[crashed]]
+    logs = {c.cell_id: "(EngineCore_DP0 pid=1) INFO 03-14 10:00:05 [vllm.py:612] Cudagraph "
+            "is disabled under eager mode " + HOSTILE for c in plan.cells}
+    req = seed_request()
+    env = req.environment.model_copy(update={"driver": HOSTILE})
+    req = req.model_copy(update={"environment": env, "reported_metrics": ReportedMetrics(
+        throughput_tok_s={HOSTILE + " mtp_graph": 1.0, "no_mtp_graph": 2.0})})
+    findings = analyze(plan, results, request=req, logs=logs)
+    text = render_report(plan, findings, scripts=_hostile_scripts(1, 200), command=COMMAND)
+    outside, blocks, left_open = split_fences(text)
+    assert not left_open
+    for bad in ("<script", "<img"):
+        assert bad not in outside
+    assert not re.search(r"(?<!\\)\]\(http", outside), "a live link outside code"
+    assert not re.search(r"@[A-Za-z]", outside), "an unneutralised mention outside code"
+    # inside code blocks the text is kept verbatim, and no block was closed early
+    assert any(HOSTILE in b for b in blocks)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in outside
+
+
+def test_template_refuses_unescaped_values() -> None:
+    assert _finalize(Md("ok")) == "ok"
+    with pytest.raises(UnsafeReportValue):
+        _finalize("<b>raw</b>")
+    with pytest.raises(UnsafeReportValue):
+        _finalize(3)

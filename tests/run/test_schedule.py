@@ -1,0 +1,110 @@
+"""Run order: reproducible shuffles, replicas kept apart from their originals, rounds."""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+
+import pytest
+
+from triagebot.model import Budget, Cell, CellWorkload, Comparison, Plan, Sampling
+from triagebot.run.schedule import (
+    aa_pairs,
+    initial_schedule,
+    round_order,
+    round_seed,
+    schedule_round,
+    split_runs,
+)
+
+
+def _cell(n: int, replica: int = 0) -> Cell:
+    return Cell(cell_id=f"c{n:010x}", label=f"arm {n}", engine="transformers",
+                template="transformers/generate.py.j2", model="tiny/model",
+                sampling=Sampling(temperature=0.0, max_tokens=8),
+                workload=CellWorkload(kind="offline", num_prompts=1, input_len=8),
+                replica=replica)
+
+
+def _plan(n_cells: int, runs: int = 5) -> Plan:
+    cells = [_cell(i) for i in range(n_cells - 1)] + [_cell(99, replica=1)]
+    noise = Comparison(name="A/A arm 0", kind="noise", numerator=[cells[-1].cell_id],
+                       denominator=[cells[0].cell_id])
+    return Plan(plan_hash="0123abcd4567", engine="transformers", gpu_kind="cpu",
+                question="q", cells=cells, comparisons=[noise], budget=Budget(runs=runs))
+
+
+def _adjacent(order: list[str], a: str, b: str) -> bool:
+    return any({x, y} == {a, b} for x, y in itertools.pairwise(order))
+
+
+def test_seed_depends_on_plan_and_round_only() -> None:
+    assert round_seed("abc", 0) == round_seed("abc", 0)
+    assert len({round_seed("abc", r) for r in range(5)} | {round_seed("abd", 0)}) == 6
+
+
+def test_order_is_a_reproducible_permutation_that_varies_by_round() -> None:
+    cells = [f"c{i:010x}" for i in range(6)]
+    orders = [round_order(cells, plan_hash="h", round_index=r) for r in range(8)]
+    assert all(sorted(o) == cells for o in orders)
+    assert orders == [round_order(cells, plan_hash="h", round_index=r) for r in range(8)]
+    assert len({tuple(o) for o in orders}) > 1
+
+
+@pytest.mark.parametrize("n_cells", [3, 4, 5, 8])
+def test_replica_is_never_next_to_its_original(n_cells: int) -> None:
+    plan = _plan(n_cells)
+    (orig, rep), = aa_pairs(plan)
+    ids = [c.cell_id for c in plan.cells]
+    for r in range(60):
+        order = round_order(ids, plan_hash=plan.plan_hash, round_index=r,
+                            pairs=aa_pairs(plan), previous=orig)
+        assert sorted(order) == sorted(ids)
+        assert not _adjacent(order, orig, rep)
+        assert order[0] != rep  # `previous` counts as a neighbour
+
+
+def test_two_cells_may_touch() -> None:
+    order = round_order(["c0000000001", "c0000000002"], plan_hash="h", round_index=0,
+                        pairs=[("c0000000001", "c0000000002")])
+    assert sorted(order) == ["c0000000001", "c0000000002"]
+
+
+def test_dense_pairs_fall_back_to_search() -> None:
+    cells = ["a", "b", "c", "d"]
+    pairs = [("a", "b"), ("b", "c"), ("c", "d")]
+    for r in range(20):
+        order = round_order(cells, plan_hash="x", round_index=r, pairs=pairs)
+        assert not any(_adjacent(order, a, b) for a, b in pairs)
+
+
+@pytest.mark.parametrize(("total", "rounds", "want"), [
+    (5, 1, [5]), (5, 2, [3, 2]), (2, 5, [1, 1]), (0, 3, []), (6, 3, [2, 2, 2]),
+])
+def test_split_runs(total: int, rounds: int, want: list[int]) -> None:
+    assert split_runs(total, rounds) == want
+
+
+def test_a_round_holds_only_cells_that_still_need_runs() -> None:
+    plan = _plan(4)
+    ids = [c.cell_id for c in plan.cells]
+    slots = schedule_round(plan, 3, {ids[0]: 2, ids[1]: 0, ids[2]: 7}, runs_per_slot=5)
+    assert {s.cell_id: s.runs for s in slots} == {ids[0]: 2, ids[2]: 5}
+    assert {s.round for s in slots} == {3}
+    # The order depends on the plan, not on the order of `needs`.
+    again = schedule_round(plan, 3, {ids[2]: 7, ids[0]: 2}, runs_per_slot=5)
+    assert again == slots
+
+
+@pytest.mark.parametrize("rounds", [1, 2, 5])
+def test_initial_schedule_covers_the_budget_and_keeps_pairs_apart(rounds: int) -> None:
+    plan = _plan(4, runs=5)
+    slots = initial_schedule(plan, rounds=rounds)
+    per_cell = Counter()  # type: Counter[str]
+    for s in slots:
+        per_cell[s.cell_id] += s.runs
+    assert set(per_cell.values()) == {5}
+    assert len({s.round for s in slots}) == rounds
+    (orig, rep), = aa_pairs(plan)
+    assert not _adjacent([s.cell_id for s in slots], orig, rep)
+    assert slots == initial_schedule(plan, rounds=rounds)

@@ -1,0 +1,223 @@
+"""One plan, start to finish on this machine: provision, run in rounds, escalate, analyse.
+
+The rounds follow design.md §5: every cell measures its share of the budget in a shuffled
+order; while a comparison is UNKNOWN and the budget allows, the cells it compares run
+again (adaptive escalation, as Pinpoint does). Everything lands in the output folder:
+`plan.json`, `request.json`, `scripts/`, `results/<cell>-r<round>.json`, `logs/` and
+`findings.json`, which `triagebot report DIR` reads back.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from triagebot.analyze.findings import analyze
+from triagebot.analyze.findings_models import Findings
+from triagebot.model import Plan, ReproRequest, RunResult
+from triagebot.render import RenderedScript
+from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
+from triagebot.run.schedule import Slot, initial_schedule, schedule_round
+from triagebot.run.supervise import CellOutcome, run_script
+
+DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "envs"
+
+
+class RunSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    out_dir: Path
+    cache_dir: Path = DEFAULT_CACHE
+    local: bool = True
+    # Model loading and graph capture can be quiet for minutes; a hang is longer than that.
+    silence_limit_s: float = 600.0
+    escalate: bool = True
+
+
+class Event(BaseModel):
+    """Progress for a UI: what just started or finished, and where the plan stands."""
+
+    kind: str  # provision | start | done | round | analyse
+    cell_id: str | None = None
+    label: str = ""
+    round: int = 0
+    runs: int = 0
+    status: str | None = None
+    runs_done: int = 0
+    runs_planned: int = 0
+    elapsed_s: float = 0.0
+    eta_s: float | None = None
+    message: str = ""
+
+
+class Execution(BaseModel):
+    """What a repro produced: the findings and everything they were computed from."""
+
+    findings: Findings
+    results: dict[str, list[RunResult]] = Field(default_factory=dict)
+    outcomes: dict[str, list[CellOutcome]] = Field(default_factory=dict)
+    env: ProvisionedEnv | None = None
+    rounds: int = 0
+
+
+Progress = Callable[[Event], None]
+
+
+def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | None,
+            settings: RunSettings, progress: Progress | None = None) -> Execution:
+    out = settings.out_dir
+    for sub in ("scripts", "results", "logs"):
+        (out / sub).mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(plan.model_dump_json(indent=2) + "\n")
+    if request is not None:
+        (out / "request.json").write_text(request.model_dump_json(indent=2) + "\n")
+    paths = {}
+    for script in scripts:
+        path = out / "scripts" / script.filename
+        path.write_text(script.text)
+        path.chmod(0o755)
+        if script.cell_id:
+            paths[script.cell_id] = path
+
+    emit = progress or (lambda _e: None)
+    started = time.monotonic()
+    results: dict[str, list[RunResult]] = {c.cell_id: [] for c in plan.cells}
+    outcomes: dict[str, list[CellOutcome]] = {c.cell_id: [] for c in plan.cells}
+    emit(Event(kind="provision", message=f"{plan.engine} {plan.engine_version or ''}"))
+    try:
+        env = provision(plan.engine, plan.engine_version, cache_dir=settings.cache_dir,
+                        local=settings.local)
+    except ProvisionError as exc:
+        for cell in plan.cells:
+            results[cell.cell_id].append(_failed(plan, cell.cell_id,
+                                                 f"provisioning failed: {exc}"))
+        return _finish(plan, request, results, outcomes, None, 0, out, emit, started)
+
+    slots = initial_schedule(plan)
+    planned = sum(s.runs for s in slots)
+    done = 0
+    round_index = 0
+    while slots:
+        emit(Event(kind="round", round=round_index, runs_planned=planned, runs_done=done,
+                   elapsed_s=time.monotonic() - started))
+        for slot in slots:
+            cell = plan.cell(slot.cell_id)
+            elapsed = time.monotonic() - started
+            emit(Event(kind="start", cell_id=cell.cell_id, label=cell.label, round=slot.round,
+                       runs=slot.runs, runs_done=done, runs_planned=planned,
+                       elapsed_s=elapsed, eta_s=_eta(elapsed, done, planned)))
+            outcome = _run_slot(plan, slot, paths[slot.cell_id], env, settings)
+            outcomes[slot.cell_id].append(outcome)
+            result = outcome.result
+            if result is None:
+                # Kept beside the real ones so `triagebot report` sees the failure too.
+                result = _from_outcome(plan, slot, outcome)
+                path = settings.out_dir / "results" / f"{slot.cell_id}-r{slot.round}.json"
+                path.write_text(result.model_dump_json(indent=2) + "\n")
+            results[slot.cell_id].append(result)
+            done += slot.runs
+            elapsed = time.monotonic() - started
+            emit(Event(kind="done", cell_id=cell.cell_id, label=cell.label, round=slot.round,
+                       runs=slot.runs, status=outcome.status, runs_done=done,
+                       runs_planned=planned, elapsed_s=elapsed,
+                       eta_s=_eta(elapsed, done, planned)))
+        round_index += 1
+        slots = _escalation(plan, request, results, round_index, settings, started)
+        planned += sum(s.runs for s in slots)
+    return _finish(plan, request, results, outcomes, env, round_index, out, emit, started)
+
+
+def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
+              settings: RunSettings) -> CellOutcome:
+    cell = plan.cell(slot.cell_id)
+    name = f"{slot.cell_id}-r{slot.round}"
+    return run_script(
+        script,
+        python=env.python,
+        env={**cell.env, "TRIAGEBOT_RUNS": str(slot.runs)},
+        result_path=settings.out_dir / "results" / f"{name}.json",
+        log_path=settings.out_dir / "logs" / f"{name}.log",
+        wall_limit_s=plan.budget.cell_time_limit_s,
+        silence_limit_s=settings.silence_limit_s,
+        cwd=settings.out_dir,
+    )
+
+
+def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
+                round_index: int, settings: RunSettings, started: float) -> list[Slot]:
+    """More runs for the cells of UNKNOWN comparisons, within the budget."""
+    if not settings.escalate:
+        return []
+    if time.monotonic() - started > plan.budget.time_limit_s:
+        return []
+    findings = analyze(plan, results, request=request)
+    comparisons = {c.name: c for c in plan.comparisons}
+    needs: dict[str, int] = {}
+    for name, more in findings.needs_more_runs.items():
+        comp = comparisons.get(name)
+        if comp is None:
+            continue
+        for cell_id in (*comp.numerator, *comp.denominator):
+            have = sum(len(r.runs) for r in results[cell_id] if r.status == "ok")
+            room = plan.budget.max_runs - have
+            if room > 0:
+                needs[cell_id] = max(needs.get(cell_id, 0), min(more, room))
+    if not needs:
+        return []
+    return schedule_round(plan, round_index, needs, runs_per_slot=max(needs.values()))
+
+
+def _finish(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
+            outcomes: dict[str, list[CellOutcome]], env: ProvisionedEnv | None, rounds: int,
+            out: Path, emit: Progress, started: float) -> Execution:
+    emit(Event(kind="analyse", elapsed_s=time.monotonic() - started))
+    logs = {cid: "\n".join(_read_log(o) for o in outs) for cid, outs in outcomes.items()}
+    findings = analyze(plan, results, request=request, logs=logs)
+    (out / "findings.json").write_text(findings.model_dump_json(indent=2) + "\n")
+    if env is not None:
+        (out / "environment.json").write_text(env.model_dump_json(indent=2) + "\n")
+    (out / "outcomes.json").write_text(json.dumps(
+        {cid: [o.model_dump(mode="json", exclude={"result"}) for o in outs]
+         for cid, outs in outcomes.items()}, indent=2) + "\n")
+    return Execution(findings=findings, results=results, outcomes=outcomes, env=env,
+                     rounds=rounds)
+
+
+def _read_log(outcome: CellOutcome) -> str:
+    try:
+        return Path(outcome.log_path).read_text(errors="replace")
+    except OSError:
+        return outcome.log_head + outcome.log_tail
+
+
+def _failed(plan: Plan, cell_id: str, error: str) -> RunResult:
+    cell = plan.cell(cell_id)
+    return RunResult(cell_id=cell_id, engine=cell.engine, engine_version=cell.version,
+                     status="failed", error=error)
+
+
+def _from_outcome(plan: Plan, slot: Slot, outcome: CellOutcome) -> RunResult:
+    """A RunResult for a run that wrote none (killed, crashed, no result file)."""
+    cell = plan.cell(slot.cell_id)
+    return RunResult(cell_id=slot.cell_id, engine=cell.engine, engine_version=cell.version,
+                     status=outcome.status, error=outcome.error or outcome.result_error,
+                     log_tail=outcome.log_tail[-4000:])
+
+
+def _eta(elapsed: float, done: int, planned: int) -> float | None:
+    if done <= 0 or planned <= done:
+        return None if done <= 0 else 0.0
+    return elapsed / done * (planned - done)
+
+
+def load_results(folder: Path) -> dict[str, list[RunResult]]:
+    """The RunResults a previous `execute` left in `folder/results`, by cell."""
+    out: dict[str, list[RunResult]] = {}
+    for path in sorted((folder / "results").glob("c*-r*.json")):
+        cell_id = path.name.split("-r")[0]
+        out.setdefault(cell_id, []).append(RunResult.model_validate_json(path.read_text()))
+    return out

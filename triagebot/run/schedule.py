@@ -1,0 +1,162 @@
+"""The order cells run in, so that compared cells share the machine's conditions.
+
+Work is done in rounds. In a round, every cell that still needs runs is started once and
+measures some runs (its script reads TRIAGEBOT_RUNS; its own warm-ups are discarded).
+The order inside a round is shuffled with a seed taken from the plan hash and the round
+number: a drift in clocks or temperature then spreads over all arms instead of always
+favouring the one that runs first, and a rerun of the same plan runs in the same order.
+
+An A/A replica never runs right after or right before its original when the round holds
+more than two cells: back to back, the two share more conditions than the pairs they are
+the yardstick for, and the noise band would come out too narrow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import random
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from triagebot.model import Plan
+
+_SHUFFLE_TRIES = 200
+
+
+class Slot(BaseModel):
+    """One script start: `cell_id` measures `runs` runs in round `round`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    cell_id: str
+    runs: int
+    round: int
+
+
+def round_seed(plan_hash: str, round_index: int) -> int:
+    digest = hashlib.sha256(f"{plan_hash}:{round_index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def aa_pairs(plan: Plan) -> list[tuple[str, str]]:
+    """(original, replica) for every A/A comparison of the plan."""
+    pairs = []
+    for comp in plan.comparisons:
+        if comp.kind == "noise" and comp.numerator and comp.denominator:
+            pairs.append((comp.denominator[0], comp.numerator[0]))
+    return pairs
+
+
+def split_runs(total: int, rounds: int) -> list[int]:
+    """`total` runs spread over at most `rounds` rounds, larger shares first."""
+    if total <= 0:
+        return []
+    rounds = max(1, min(rounds, total))
+    share, extra = divmod(total, rounds)
+    return [share + (1 if i < extra else 0) for i in range(rounds)]
+
+
+def round_order(
+    cell_ids: Sequence[str],
+    *,
+    plan_hash: str,
+    round_index: int,
+    pairs: Sequence[tuple[str, str]] = (),
+    previous: str | None = None,
+) -> list[str]:
+    """The cells of one round in a reproducible shuffled order.
+
+    `previous` is the cell that ran last in the round before; it counts as a neighbour of
+    this round's first cell.
+    """
+    cells = list(dict.fromkeys(cell_ids))
+    if len(cells) <= 2:
+        # Adjacency cannot be avoided; the shuffle still varies which arm goes first.
+        random.Random(round_seed(plan_hash, round_index)).shuffle(cells)
+        return cells
+    apart = _apart(pairs, set(cells))
+    rng = random.Random(round_seed(plan_hash, round_index))
+    for _ in range(_SHUFFLE_TRIES):
+        rng.shuffle(cells)
+        if not _clashes(cells, apart, previous):
+            return cells
+    return _arrange(cells, apart, previous) or cells
+
+
+def schedule_round(
+    plan: Plan,
+    round_index: int,
+    needs: Mapping[str, int],
+    *,
+    runs_per_slot: int,
+    previous: str | None = None,
+) -> list[Slot]:
+    """The slots of one round: each cell with runs still owed measures up to
+    `runs_per_slot` of them. Cells keep the plan's order before the shuffle, so the
+    result depends on the plan, not on how `needs` was built.
+    """
+    wanted = [c.cell_id for c in plan.cells if needs.get(c.cell_id, 0) > 0]
+    order = round_order(wanted, plan_hash=plan.plan_hash, round_index=round_index,
+                        pairs=aa_pairs(plan), previous=previous)
+    return [Slot(cell_id=cid, runs=min(runs_per_slot, needs[cid]), round=round_index)
+            for cid in order]
+
+
+def initial_schedule(plan: Plan, *, runs: int | None = None, rounds: int = 1) -> list[Slot]:
+    """Every cell measured `runs` times (the plan's budget by default) over `rounds` rounds.
+
+    One round keeps the cost of a plan to one start per cell; more rounds interleave the
+    arms (A B A B) at the cost of a start, and its warm-ups, per cell per round.
+    """
+    total = plan.budget.runs if runs is None else runs
+    slots: list[Slot] = []
+    previous: str | None = None
+    for index, share in enumerate(split_runs(total, rounds)):
+        needs = {c.cell_id: share for c in plan.cells}
+        batch = schedule_round(plan, index, needs, runs_per_slot=share, previous=previous)
+        slots.extend(batch)
+        previous = batch[-1].cell_id if batch else previous
+    return slots
+
+
+# --- keeping replicas apart --------------------------------------------------------------
+
+
+def _apart(pairs: Sequence[tuple[str, str]], present: set[str]) -> dict[str, set[str]]:
+    apart: dict[str, set[str]] = {}
+    for a, b in pairs:
+        if a in present and b in present and a != b:
+            apart.setdefault(a, set()).add(b)
+            apart.setdefault(b, set()).add(a)
+    return apart
+
+
+def _clashes(order: Sequence[str], apart: Mapping[str, set[str]], previous: str | None) -> bool:
+    chain = [previous, *order] if previous is not None else list(order)
+    return any(b in apart.get(a, ()) for a, b in itertools.pairwise(chain))
+
+
+def _arrange(cells: list[str], apart: Mapping[str, set[str]],
+             previous: str | None) -> list[str] | None:
+    """A depth-first search for an order without clashes, taking cells in the given order.
+
+    Only reached when many shuffles in a row clashed (many pairs, few cells).
+    """
+    order: list[str] = []
+    left = list(cells)
+
+    def extend(last: str | None) -> bool:
+        if not left:
+            return True
+        for i, cell in enumerate(list(left)):
+            if last is not None and cell in apart.get(last, ()):
+                continue
+            order.append(left.pop(i))
+            if extend(cell):
+                return True
+            left.insert(i, order.pop())
+        return False
+
+    return order if extend(previous) else None
