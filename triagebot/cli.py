@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from triagebot import __version__
-from triagebot.model import Plan, PlanPolicy
+from triagebot.model import Budget, Plan, PlanPolicy
 
 app = typer.Typer(
     name="triagebot",
@@ -106,7 +106,8 @@ def load_plan(path: str, title: str | None, repo: str | None, overrides: list[st
 
 def load_plan_from(data: bytes, title: str | None, repo: str | None,
                    overrides: list[str] | None, engine: str | None = None,
-                   runs: int | None = None, trust: list[str] | None = None) -> Plan:
+                   runs: int | None = None, trust: list[str] | None = None,
+                   max_runs: int | None = None) -> Plan:
     """Parse and plan, turning every refusal into a message and an exit code."""
     from triagebot.errors import PlanRejected
     from triagebot.options import OptionsError, parse_overrides
@@ -121,8 +122,12 @@ def load_plan_from(data: bytes, title: str | None, repo: str | None,
     except OptionsError as exc:
         raise _fail(EXIT_USAGE, str(exc)) from None
     request = parse_report(data, title=title, repo=repo)
+    budget = Budget()
+    if max_runs is not None:
+        budget = budget.model_copy(update={"max_runs": max_runs})
     try:
-        return build_plan(request, options, policy=PlanPolicy(trust_remote_code=trust or []))
+        return build_plan(request, options, budget=budget,
+                          policy=PlanPolicy(trust_remote_code=trust or []))
     except PlanRejected as exc:
         raise _fail(EXIT_REFUSED, f"cannot plan this report: {exc}") from None
 
@@ -211,6 +216,9 @@ def repro(
         "--provision/--local", help="Build a virtualenv per engine version in the cache, or "
                                     "use this interpreter (default).")] = False,
     cache: Annotated[Path | None, typer.Option(help="Virtualenv cache directory.")] = None,
+    max_runs: Annotated[int | None, typer.Option(
+        "--max-runs", min=1, max=200, help="Most runs per cell when escalating UNKNOWN "
+                                           "verdicts (default 20).")] = None,
 ) -> None:
     """Parse, plan, run every cell here, analyse and print the report.
 
@@ -223,7 +231,7 @@ def repro(
     from triagebot.run.orchestrate import DEFAULT_CACHE, RunSettings, execute
 
     data = read_input(path)
-    plan_ = load_plan_from(data, title, repo, overrides, engine, runs, trust)
+    plan_ = load_plan_from(data, title, repo, overrides, engine, runs, trust, max_runs)
     try:
         scripts = render_plan(plan_)
     except RenderError as exc:

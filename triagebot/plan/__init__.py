@@ -391,6 +391,8 @@ def _axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[
             choices.note(f"the report compares {axis.name} "
                          f"({', '.join(lv.name for lv in axis.levels)}), which {engine} "
                          "cannot vary; that part of the question is not reproduced")
+    if "graph" not in {a.name for a in kept} and asked & {"eager", "graph"}:
+        base["enforce_eager"] = "eager" in asked  # one graph mode asked for by name
     if "graph" not in {a.name for a in kept} and "enforce_eager" not in base:
         base["enforce_eager"] = False
         if engine != "vllm-mlx":

@@ -66,6 +66,7 @@ def spec_levels(
     """The spec settings the plan runs: `[no_spec, mtp k=1, ...]`, or one fixed setting."""
     if options.spec:
         picked = list(dict.fromkeys(options.spec))
+        picked.sort(key=lambda c: c.method is not None)  # no-spec, if asked, is the baseline
     elif request.spec_method is None and not options.k:
         return [Level("no_spec", {"spec": None})]
     else:

@@ -1,0 +1,55 @@
+"""`triagebot repro` and `triagebot report` end to end on this CPU (transformers engine)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tests.conftest import seed_path
+from triagebot.cli import EXIT_RUN_ERROR, app
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "samples" / "glm-ocr-mtp-graph.md"
+runner = CliRunner()
+
+
+def test_repro_runs_every_cell_and_report_rereads_the_folder(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["repro", str(SAMPLE), "--engine", "transformers",
+                                 "modes=eager", "spec=ngram:2,none", "runs=3",
+                                 "--max-runs", "3", "--out", str(out)])
+    assert result.exit_code in (0, 1, 4), result.output
+    report = (out / "report.md").read_text()
+    plan = json.loads((out / "plan.json").read_text())
+    assert [c["label"] for c in plan["cells"]] == ["no_spec", "ngram k=2", "ngram k=2 (A/A)"]
+    for cell in plan["cells"]:
+        results = sorted((out / "results").glob(f"{cell['cell_id']}-r*.json"))
+        assert results, cell["label"]
+        first = json.loads(results[0].read_text())
+        assert first["status"] == "ok" and len(first["runs"]) >= 3
+        assert (first["spec"] is None) == (cell["spec"] is None)
+    # Every number in the report comes from these runs: the cells' medians are there.
+    findings = json.loads((out / "findings.json").read_text())
+    assert findings["outcome"] in ("reproduced", "not_reproduced", "inconclusive")
+    assert "### Cells" in report and "ngram k=2" in report
+    assert "triagebot repro" in report and "tiny-random-llama" in report
+
+    again = runner.invoke(app, ["report", str(out)])
+    assert again.exit_code == result.exit_code
+    assert (out / "report.md").read_text().splitlines()[0] == report.splitlines()[0]
+
+
+def test_a_missing_engine_is_a_provisioning_error_not_a_slowdown(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["repro", str(seed_path("002")), "model=org/model",
+                                 "--out", str(tmp_path)])
+    assert result.exit_code == EXIT_RUN_ERROR, result.output
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("**Error**") and "provisioning failed" in report
+
+
+def test_report_on_a_folder_that_is_not_a_repro(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "not a readable repro folder" in " ".join(result.output.split())
