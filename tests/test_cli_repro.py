@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import seed_path
@@ -39,6 +40,15 @@ def test_repro_runs_every_cell_and_report_rereads_the_folder(tmp_path: Path) -> 
     again = runner.invoke(app, ["report", str(out)])
     assert again.exit_code == result.exit_code
     assert (out / "report.md").read_text().splitlines()[0] == report.splitlines()[0]
+
+
+def test_a_relative_output_folder_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["repro", str(SAMPLE), "--engine", "transformers",
+                                 "modes=eager", "spec=none", "runs=2", "--max-runs", "2",
+                                 "--out", "rel/out"])
+    assert result.exit_code in (0, 1, 4), result.output
+    assert list((tmp_path / "rel" / "out" / "results").glob("*.json"))
 
 
 def test_a_missing_engine_is_a_provisioning_error_not_a_slowdown(tmp_path: Path) -> None:

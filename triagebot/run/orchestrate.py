@@ -69,6 +69,8 @@ Progress = Callable[[Event], None]
 
 def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | None,
             settings: RunSettings, progress: Progress | None = None) -> Execution:
+    # Scripts run with the output folder as their working directory: paths must be absolute.
+    settings = settings.model_copy(update={"out_dir": settings.out_dir.resolve()})
     out = settings.out_dir
     for sub in ("scripts", "results", "logs"):
         (out / sub).mkdir(parents=True, exist_ok=True)
