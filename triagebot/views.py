@@ -169,5 +169,8 @@ class ProgressView:
             desc = "analysing"
         else:
             desc = f"round {event.round + 1}"
+        if event.kind in ("provision", "analyse"):
+            self._progress.update(self._task, description=desc)
+            return
         self._progress.update(self._task, description=desc, completed=event.runs_done,
-                              total=max(event.runs_planned, 1) if event.runs_planned else None)
+                              total=max(event.runs_planned, 1))
