@@ -18,7 +18,6 @@ from triagebot.model import (
     Budget,
     Cell,
     CellWorkload,
-    Comparison,
     ModelId,
     Plan,
     PlanPolicy,
@@ -490,7 +489,3 @@ def _question(request: ReproRequest, axes: list[Axis], primary: int, base: dict[
         return (f"Does speculative decoding ({treated}) make {model} faster on {where} than "
                 f"no speculation{under}?")
     return f"How does {treated} compare with {p.baseline.name} for {model} on {where}{under}?"
-
-
-def comparisons_by_name(plan: Plan) -> dict[str, Comparison]:
-    return {c.name: c for c in plan.comparisons}
