@@ -56,3 +56,16 @@ def adapter(engine: str) -> EngineAdapter:
         raise PlanRejected(f"engine {engine!r} has no reproduction support",
                            field="engine", accepted=list(SUPPORTED))
     return cast(EngineAdapter, importlib.import_module(_MODULES[engine]))
+
+
+def require_unset(fields: dict[str, tuple[object, str]]) -> None:
+    """Refuse the first field that is set: `{name: (value, "what to say after name=value")}`."""
+    for field, (value, why) in fields.items():
+        if value is not None:
+            raise PlanRejected(f"{field}={value} {why}", field=field, accepted=["unset"])
+
+
+def require_template(cell: Cell, templates: dict[str, str], engine: str) -> None:
+    if cell.workload.kind not in templates:
+        raise PlanRejected(f"workload.kind={cell.workload.kind} has no {engine} template",
+                           field="workload.kind", accepted=list(templates))

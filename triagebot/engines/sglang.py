@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from triagebot.engines import require_template, require_unset
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 
@@ -159,22 +160,17 @@ def engine_args(cell: Cell) -> dict[str, Any]:
 
 
 def _reject_unsupported(cell: Cell) -> None:
-    fixed = {
+    why = "cannot be run on sglang: "
+    require_unset({
         "cudagraph_mode": (cell.cudagraph_mode,
-                           "SGLang has no cudagraph_mode; use enforce_eager for no graphs"),
-        "model_runner": (cell.model_runner, "SGLang has no model runner choice"),
+                           why + "SGLang has no cudagraph_mode; use enforce_eager for no graphs"),
+        "model_runner": (cell.model_runner, why + "SGLang has no model runner choice"),
         "encoder_cudagraph": (cell.encoder_cudagraph,
-                              "the SGLang templates have no encoder graph setting"),
+                              why + "the SGLang templates have no encoder graph setting"),
         "mm_encoder_tp_mode": (cell.mm_encoder_tp_mode,
-                               "the SGLang templates have no encoder TP mode"),
-    }
-    for field, (value, why) in fixed.items():
-        if value is not None:
-            raise PlanRejected(f"{field}={value} cannot be run on sglang: {why}",
-                               field=field, accepted=["unset"])
-    if cell.workload.kind not in TEMPLATES:
-        raise PlanRejected(f"workload.kind={cell.workload.kind} has no sglang template",
-                           field="workload.kind", accepted=list(TEMPLATES))
+                               why + "the SGLang templates have no encoder TP mode"),
+    })
+    require_template(cell, TEMPLATES, "sglang")
     if cell.workload.modality != "text":
         raise PlanRejected(
             f"workload.modality={cell.workload.modality}: the sglang templates send text only",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from triagebot.engines import require_template, require_unset
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 
@@ -160,16 +161,13 @@ def _reject_unsupported(cell: Cell) -> None:
             "eager vs torch.compile only (enforce_eager=true/false)",
             field="cudagraph_mode", accepted=["unset"],
         )
-    unset: dict[str, object] = {
-        "model_runner": cell.model_runner,
-        "encoder_cudagraph": cell.encoder_cudagraph,
-        "mm_encoder_tp_mode": cell.mm_encoder_tp_mode,
-        "commit": cell.commit,
-    }
-    for field, value in unset.items():
-        if value is not None:
-            raise PlanRejected(f"{field}={value} has no transformers equivalent",
-                               field=field, accepted=["unset"])
+    why = "has no transformers equivalent"
+    require_unset({
+        "model_runner": (cell.model_runner, why),
+        "encoder_cudagraph": (cell.encoder_cudagraph, why),
+        "mm_encoder_tp_mode": (cell.mm_encoder_tp_mode, why),
+        "commit": (cell.commit, why),
+    })
     multi: tuple[tuple[str, object, object], ...] = (
         ("tensor_parallel_size", cell.tensor_parallel_size, 1),
         ("data_parallel_size", cell.data_parallel_size, 1),
@@ -193,9 +191,7 @@ def _reject_unsupported(cell: Cell) -> None:
 
 def _reject_workload(cell: Cell) -> None:
     wl = cell.workload
-    if wl.kind not in TEMPLATES:
-        raise PlanRejected(f"workload.kind={wl.kind} has no transformers template",
-                           field="workload.kind", accepted=list(TEMPLATES))
+    require_template(cell, TEMPLATES, "transformers")
     checks: tuple[tuple[str, object, list[object]], ...] = (
         ("workload.api", wl.api, ["generate"]),
         ("workload.dataset", wl.dataset, ["random", "synthetic"]),

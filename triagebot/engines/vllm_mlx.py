@@ -13,6 +13,7 @@ import math
 import re
 from typing import Any
 
+from triagebot.engines import require_template, require_unset
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 
@@ -85,16 +86,13 @@ def engine_args(cell: Cell) -> dict[str, Any]:
 
 
 def _reject_unsupported(cell: Cell) -> None:
-    unset: dict[str, object] = {
-        "cudagraph_mode": cell.cudagraph_mode,
-        "model_runner": cell.model_runner,
-        "encoder_cudagraph": cell.encoder_cudagraph,
-        "mm_encoder_tp_mode": cell.mm_encoder_tp_mode,
-    }
-    for field, value in unset.items():
-        if value is not None:
-            raise PlanRejected(f"{field}={value} has no meaning on vllm-mlx (MLX, no CUDA)",
-                               field=field, accepted=["unset"])
+    why = "has no meaning on vllm-mlx (MLX, no CUDA)"
+    require_unset({
+        "cudagraph_mode": (cell.cudagraph_mode, why),
+        "model_runner": (cell.model_runner, why),
+        "encoder_cudagraph": (cell.encoder_cudagraph, why),
+        "mm_encoder_tp_mode": (cell.mm_encoder_tp_mode, why),
+    })
     if cell.enforce_eager:
         raise PlanRejected("enforce_eager has no meaning on vllm-mlx (MLX has no CUDA graphs)",
                            field="enforce_eager", accepted=["false"])
@@ -116,9 +114,7 @@ def _reject_unsupported(cell: Cell) -> None:
         key = sorted(extra)[0]
         raise PlanRejected(f"extra_speculative_config.{key} has no vllm-mlx flag",
                            field=f"extra_speculative_config.{key}", accepted=["optimistic"])
-    if cell.workload.kind not in TEMPLATES:
-        raise PlanRejected(f"workload.kind={cell.workload.kind} has no vllm-mlx template",
-                           field="workload.kind", accepted=list(TEMPLATES))
+    require_template(cell, TEMPLATES, "vllm-mlx")
     if cell.workload.modality != "text":
         raise PlanRejected(
             f"workload.modality={cell.workload.modality}: the vllm-mlx template sends text only",

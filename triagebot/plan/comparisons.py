@@ -31,18 +31,10 @@ def build_comparisons(axes: list[Axis], grid: Grid, primary: int) -> list[Compar
     if not axes:
         return out
     p = axes[primary]
-    for level in p.levels[1:]:
-        for rest in _others(axes, {primary}):
-            num = grid[_key(axes, {primary: level}, rest)]
-            den = grid[_key(axes, {primary: p.baseline}, rest)]
-            where = _where(axes, {primary}, _key_levels(axes, {primary: level}, rest))
-            out.append(Comparison(
-                name=f"{level.name}/{p.baseline.name}{where}", numerator=[num],
-                denominator=[den],
-                question=f"{level.name} vs {p.baseline.name}{where.replace(' @ ', ' under ')}"))
-    for j, axis in enumerate(axes):
-        if j == primary:
-            continue
+    # The primary axis first: its comparisons are the report's main question.
+    order = [primary, *(j for j in range(len(axes)) if j != primary)]
+    for j in order:
+        axis = axes[j]
         for level in axis.levels[1:]:
             for rest in _others(axes, {j}):
                 num = grid[_key(axes, {j: level}, rest)]
