@@ -1,1 +1,221 @@
+"""The `@triagebot ...` comment grammar: comment text in, typed commands or user errors out.
 
+A command is a mention of the bot in prose (see `ignore` for what is not prose), followed on
+the same line by a command word and its arguments:
+
+    @triagebot repro engine=vllm k=1,2
+    @triagebot help
+
+The mention must stand alone (`x@triagebot`, `@triagebot-dev` and the bot's own login
+`@triagebot[bot]` are not mentions) and be followed by whitespace, optionally after a
+colon. A mention without a command word is people talking about the bot, and so is an
+unknown word after a mention in mid-sentence ("thanks @triagebot for this"); an unknown
+word after a mention that opens its line (after list or heading markers) is an error that
+lists the commands.
+
+Each command lives in its own module and is listed once in `COMMANDS`; the help text is
+built from that table. Nothing here raises on any input: what cannot be read is ignored,
+what is meant but wrong becomes a `CommandError` with its position.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from functools import lru_cache
+
+from triagebot.commands import cancel, repro, status
+from triagebot.commands import help as help_command
+from triagebot.commands.base import (
+    Command,
+    CommandError,
+    CommandSpec,
+    Malformed,
+    Parsed,
+    Position,
+    Word,
+)
+from triagebot.commands.ignore import ignored_mask, line_spans
+from triagebot.options import KEYS
+
+__all__ = [
+    "COMMANDS",
+    "MAX_BODY_CHARS",
+    "MAX_COMMANDS",
+    "Command",
+    "CommandError",
+    "Position",
+    "help_text",
+    "new_commands",
+    "parse_comment",
+]
+
+COMMANDS: dict[str, CommandSpec] = {
+    spec.name: spec for spec in (repro.SPEC, help_command.SPEC, cancel.SPEC, status.SPEC)
+}
+
+MAX_COMMANDS = 5
+MAX_BODY_CHARS = 65_536  # GitHub's own cap on a comment body
+
+_WORD = re.compile(r"\S+")
+# Whitespace, then the command word; sentence punctuation may follow it: "@triagebot help."
+_HEAD = re.compile(r"\s+([A-Za-z][A-Za-z0-9_-]{0,39})[.!?]*(?!\S)")
+# What may stand before a mention that addresses the bot: indentation, list and heading marks.
+_LINE_OPENING = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|#{1,6})[ \t]+)*")
+
+
+@lru_cache(maxsize=8)
+def _mention(bot: str) -> re.Pattern[str]:
+    login = re.escape(bot.removeprefix("@").removesuffix("[bot]"))
+    return re.compile(rf"(?<![\w/])@{login}(?![A-Za-z0-9_-])(?!\[bot\])", re.I)
+
+
+def _lookup(word: str) -> CommandSpec | None:
+    return next((spec for spec in COMMANDS.values() if spec.matches(word)), None)
+
+
+class _Body:
+    """The scanned text with its mask and line starts, to turn offsets into positions."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.mask = ignored_mask(text)
+        self.lines = line_spans(text)
+        self.starts = [start for start, _ in self.lines]
+        self._openings: dict[int, int] = {}
+
+    def line_of(self, offset: int) -> int:
+        return bisect_right(self.starts, offset) - 1
+
+    def position(self, offset: int) -> Position:
+        index = self.line_of(offset)
+        return Position(line=index + 1, column=offset - self.starts[index] + 1)
+
+    def prose(self, start: int, end: int) -> bool:
+        return self.mask.find(1, start, end) < 0
+
+    def opens_line(self, offset: int) -> bool:
+        """Whether only indentation and list or heading marks stand before `offset`."""
+        index = self.line_of(offset)
+        start, end = self.lines[index]
+        if index not in self._openings:
+            # Once per line, not per mention, so a long line of mentions stays linear.
+            opening = _LINE_OPENING.match(self.text, start, end)
+            self._openings[index] = opening.end() if opening else start
+        return self._openings[index] == offset and self.prose(start, offset)
+
+
+def _read(body: _Body, at: int, after: int) -> Command | CommandError | None:
+    """The command of the mention at `at..after`, or None when it is not one."""
+    text = body.text
+    _, line_end = body.lines[body.line_of(at)]
+    pos = after + 1 if text.startswith(":", after) else after
+    head = _HEAD.match(text, pos, line_end)
+    if head is None or not body.prose(pos, head.end()):
+        return None
+    word_at = body.position(head.start(1))
+    spec = _lookup(head.group(1))
+    if spec is None:
+        if not body.opens_line(at):
+            return None
+        return CommandError(
+            name=None, position=word_at,
+            message=f"unknown command {head.group(1)!r}; the commands are "
+                    f"{', '.join(COMMANDS)}")
+    # Only a known command reads the rest of its line, so a long line of mentions stays linear.
+    cut = body.mask.find(1, head.end(), line_end)
+    if cut >= 0:
+        return CommandError(
+            name=spec.name, position=body.position(cut),
+            message=f"`{spec.name}`: write its arguments as plain words on the command's "
+                    "line; code, links, URLs and HTML there are not read")
+    words = [Word(m.group(), body.position(m.start()))
+             for m in _WORD.finditer(text, head.end(), line_end)]
+    try:
+        parsed: Parsed = spec.parse(words)
+    except Malformed as exc:
+        return CommandError(name=spec.name, message=str(exc), position=exc.position or word_at)
+    return Command(name=spec.name, words=parsed.words, options=parsed.options,
+                   text=parsed.text, position=body.position(at))
+
+
+def _scan(body: _Body, bot: str) -> list[Command | CommandError]:
+    items: list[Command | CommandError] = []
+    seen: set[str] = set()
+    for m in _mention(bot).finditer(body.text):
+        if not body.prose(m.start(), m.end()):
+            continue
+        item = _read(body, m.start(), m.end())
+        if item is None:
+            continue
+        if isinstance(item, Command):
+            if item.text in seen:
+                continue  # the same command twice in one comment runs once
+            seen.add(item.text)
+        if len(items) == MAX_COMMANDS:
+            return [CommandError(
+                name=None, position=item.position,
+                message=f"a comment may hold at most {MAX_COMMANDS} commands, so none of "
+                        "these were run; split them over several comments")]
+        items.append(item)
+    return items
+
+
+def parse_comment(body: str, bot: str = "triagebot") -> list[Command | CommandError]:
+    """Every command and command error in `body`, in order; [] when it has none."""
+    text = body[:MAX_BODY_CHARS]
+    if _mention(bot).search(text) is None:
+        return []  # most comments never name the bot: skip the markdown scan
+    return _scan(_Body(text), bot)
+
+
+def new_commands(body: str, previous: str | None,
+                 bot: str = "triagebot") -> list[Command | CommandError]:
+    """For an edited comment: the items of `body` that `previous` did not already hold.
+
+    A command is old when a command with the same normalised text was in `previous`, so
+    re-spacing or reordering its words changes nothing; an error is old when its line was.
+    """
+    items = parse_comment(body, bot)
+    if previous is None or not items:
+        return items
+    old_texts = {item.text for item in parse_comment(previous, bot)
+                 if isinstance(item, Command)}
+    old_lines = set(_stripped_lines(previous))
+    lines = _stripped_lines(body)
+    return [item for item in items
+            if (item.text not in old_texts if isinstance(item, Command)
+                else lines[item.position.line - 1] not in old_lines)]
+
+
+def _stripped_lines(body: str) -> list[str]:
+    text = body[:MAX_BODY_CHARS]
+    return [text[start:end].strip() for start, end in line_spans(text)]
+
+
+def help_text(bot: str = "triagebot") -> str:
+    """The reply to `help`, in markdown, built from the registry and the options' keys."""
+    mention = f"@{bot.removeprefix('@').removesuffix('[bot]')}"
+    rows = [f"| `{_usage(mention, spec)}` | {spec.summary} |" for spec in COMMANDS.values()]
+    keys = [f"| `{key}` | {repro.KEY_HELP.get(key, '')} |" for key in KEYS]
+    return "\n".join([
+        f"**{mention} commands.** Write one at the start of a line, outside code, quotes "
+        f"and links; at most {MAX_COMMANDS} per comment.",
+        "",
+        "| command | what it does |",
+        "| --- | --- |",
+        *rows,
+        "",
+        "`repro` takes `key=value` words, each key at most once; lists are comma-separated, "
+        "as in `spec=mtp:1,none`. Keys left out come from the report and the repo's "
+        "`.github/triagebot.toml`.",
+        "",
+        "| key | what it sets |",
+        "| --- | --- |",
+        *keys,
+        "",
+    ])
+
+
+def _usage(mention: str, spec: CommandSpec) -> str:
+    return " ".join(part for part in (mention, spec.name, spec.usage) if part)

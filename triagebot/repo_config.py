@@ -1,0 +1,350 @@
+"""Per-repo settings from `.github/triagebot.toml`: a strict schema, safe defaults.
+
+```toml
+[triage]            # auto-triage of issues and PRs
+labels = ["perf"]   # an issue opened or labelled with one of these gets a parse summary
+run = false         # ... and a repro run (when the labeller or opener may start GPU work)
+pull_requests = false
+
+[access]            # who may start GPU work besides write/maintain/admin collaborators
+users = ["alice"]
+teams = ["my-org/perf-team"]
+
+[defaults]          # used where neither the report nor the command says
+engine = "vllm"
+version = "0.17.1"
+gpu = "h100"
+
+[models]
+allow = ["zai-org/*"]                      # fnmatch patterns; absent = any model
+trust_remote_code = ["org/model@<40-hex>"]  # the only models whose own code may run
+
+[budget]
+max_cells = 12
+runs = 5
+max_runs = 20
+gpu_minutes_per_job = 240
+gpu_minutes_per_day = 1440
+
+[labels]            # set on the thread when a job ends with this outcome
+reproduced = "repro: confirmed"
+```
+
+The file is written by maintainers but read by a service that spends GPU time on it, so it
+is held to the same standard as issue text: unknown keys, wrong types and out-of-range
+values are errors (shown to whoever invoked the bot), never silently ignored or coerced.
+A repo without the file gets `RepoConfig.default()`: commands from write+ users only, no
+auto-triage, no automatic runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Callable, Iterable
+from fnmatch import fnmatchcase
+from typing import Annotated, Any
+
+from annotated_types import Ge, Le
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+from pydantic_core import ErrorDetails
+
+from triagebot.model import Budget, GpuKind, PlanEngine, PlanPolicy
+from triagebot.options import ReproOptions
+
+MAX_BYTES = 64 * 1024
+MAX_ENTRIES = 200  # per list; a longer list is a mistake, not a configuration
+MAX_PROBLEMS = 20
+PATH = ".github/triagebot.toml"
+
+_LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}")
+_TEAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+_MODEL_PATTERN = re.compile(r"[A-Za-z0-9._/*?\[\]!-]{1,200}")
+_HUB_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}"
+_TRUSTED = re.compile(rf"{_HUB_ID}(?:@[0-9a-f]{{40}})?")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+class RepoConfigError(ValueError):
+    """The config cannot be used. Each problem names its key path and what is wrong."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__(f"{PATH}: " + "; ".join(problems))
+
+
+def _matching(pattern: re.Pattern[str], what: str) -> AfterValidator:
+    def check(value: str) -> str:
+        if not pattern.fullmatch(value):
+            raise ValueError(what)
+        return value
+
+    return AfterValidator(check)
+
+
+def _label_name(value: str) -> str:
+    if not 1 <= len(value) <= 50:
+        raise ValueError(f"a label name has 1 to 50 characters, this one {len(value)}")
+    if _CONTROL.search(value) or not value.strip():
+        raise ValueError("a label name needs visible characters and no control characters")
+    return value
+
+
+def _version(value: str) -> str:
+    # The rule of the `version=` override, so a default is never one a command would refuse.
+    try:
+        ReproOptions(version=value)
+    except ValidationError:
+        raise ValueError("not a version: use digits and dots, as in 0.17.1") from None
+    return value
+
+
+Login = Annotated[StrictStr, _matching(
+    _LOGIN, "not a GitHub login: letters, digits and '-', at most 39 characters")]
+Team = Annotated[StrictStr, _matching(_TEAM, "not a team: write ORG/TEAM-SLUG, as in my-org/perf")]
+ModelPattern = Annotated[StrictStr, _matching(
+    _MODEL_PATTERN, "not a model pattern: letters, digits, '._/-' and the wildcards '*?[]!'")]
+TrustedModel = Annotated[StrictStr, _matching(
+    _TRUSTED, "not a model: write ORG/NAME, or ORG/NAME@<40-hex commit sha>")]
+LabelName = Annotated[StrictStr, AfterValidator(_label_name)]
+Version = Annotated[StrictStr, AfterValidator(_version)]
+
+
+def _bounds(field: str) -> tuple[int, int]:
+    """Budget's own bounds on `field`, so the config can never ask for a refused Budget."""
+    low = high = None
+    for meta in Budget.model_fields[field].metadata:
+        if isinstance(meta, Ge):
+            low = int(meta.ge)  # type: ignore[call-overload]
+        elif isinstance(meta, Le):
+            high = int(meta.le)  # type: ignore[call-overload]
+    if low is None or high is None:
+        raise RuntimeError(f"Budget.{field} has no bounds to hold the config to")
+    return low, high
+
+
+_BUDGET = Budget()
+_JOB_MINUTES_MAX = _bounds("time_limit_s")[1] // 60
+_DAY_MINUTES_MAX = 64 * 24 * 60  # every GPU of a 64-GPU fleet, all day
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TriageConfig(_Section):
+    labels: tuple[LabelName, ...] = Field(default=(), max_length=MAX_ENTRIES)
+    run: StrictBool = False
+    pull_requests: StrictBool = False
+
+
+class AccessConfig(_Section):
+    users: tuple[Login, ...] = Field(default=(), max_length=MAX_ENTRIES)
+    teams: tuple[Team, ...] = Field(default=(), max_length=MAX_ENTRIES)
+
+
+class DefaultsConfig(_Section):
+    engine: PlanEngine | None = None
+    version: Version | None = None
+    gpu: GpuKind | None = None
+
+
+class ModelsConfig(_Section):
+    allow: tuple[ModelPattern, ...] = Field(default=(), max_length=MAX_ENTRIES)
+    trust_remote_code: tuple[TrustedModel, ...] = Field(default=(), max_length=MAX_ENTRIES)
+
+
+class BudgetConfig(_Section):
+    # The maxima come first so that the checks of runs and per-job minutes can see them.
+    max_cells: StrictInt = Field(default=_BUDGET.max_cells, ge=_bounds("max_cells")[0],
+                                 le=_bounds("max_cells")[1])
+    max_runs: StrictInt = Field(default=_BUDGET.max_runs, ge=_bounds("max_runs")[0],
+                                le=_bounds("max_runs")[1])
+    runs: StrictInt = Field(default=_BUDGET.runs, ge=_bounds("runs")[0], le=_bounds("runs")[1])
+    gpu_minutes_per_day: StrictInt = Field(default=24 * 60, ge=1, le=_DAY_MINUTES_MAX)
+    gpu_minutes_per_job: StrictInt = Field(default=_BUDGET.time_limit_s // 60, ge=1,
+                                           le=_JOB_MINUTES_MAX)
+
+    @field_validator("runs")
+    @classmethod
+    def _runs_within_max(cls, value: int, info: ValidationInfo) -> int:
+        top = info.data.get("max_runs")
+        if top is not None and value > top:
+            raise ValueError(f"is more than budget.max_runs ({top})")
+        return value
+
+    @field_validator("gpu_minutes_per_job")
+    @classmethod
+    def _job_within_day(cls, value: int, info: ValidationInfo) -> int:
+        day = info.data.get("gpu_minutes_per_day")
+        if day is not None and value > day:
+            raise ValueError(f"is more than budget.gpu_minutes_per_day ({day})")
+        return value
+
+
+class LabelsConfig(_Section):
+    reproduced: LabelName | None = None
+    not_reproduced: LabelName | None = None
+    inconclusive: LabelName | None = None
+    error: LabelName | None = None
+
+
+class RepoConfig(BaseModel):
+    """The whole file. Every section is optional; each absent one takes its safe default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    triage: TriageConfig = Field(default_factory=TriageConfig)
+    access: AccessConfig = Field(default_factory=AccessConfig)
+    defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    # `[budget]` in the file; the attribute has another name so `budget()` can be a method.
+    budget_section: BudgetConfig = Field(default_factory=BudgetConfig, alias="budget")
+    labels: LabelsConfig = Field(default_factory=LabelsConfig)
+
+    @classmethod
+    def default(cls) -> RepoConfig:
+        """The config of a repo without the file."""
+        return cls()
+
+    def budget(self) -> Budget:
+        section = self.budget_section
+        low, high = _bounds("time_limit_s")
+        limit = min(max(section.gpu_minutes_per_job * 60, low), high)
+        return Budget(max_cells=section.max_cells, runs=section.runs,
+                      max_runs=section.max_runs, time_limit_s=limit,
+                      cell_time_limit_s=min(_BUDGET.cell_time_limit_s, limit))
+
+    def policy(self) -> PlanPolicy:
+        return PlanPolicy(trust_remote_code=list(self.models.trust_remote_code))
+
+    def default_options(self) -> ReproOptions:
+        return ReproOptions(engine=self.defaults.engine, version=self.defaults.version,
+                            gpu=self.defaults.gpu)
+
+    def model_allowed(self, model: str) -> bool:
+        allow = self.models.allow
+        return not allow or any(fnmatchcase(model, pattern) for pattern in allow)
+
+    def outcome_label(self, outcome: str) -> str | None:
+        if outcome not in LabelsConfig.model_fields:
+            return None
+        value: str | None = getattr(self.labels, outcome)
+        return value
+
+    def triage_label(self, labels: Iterable[str]) -> str | None:
+        """The first auto-triage label of the config that the thread carries."""
+        present = {label.casefold() for label in labels}
+        return next((lb for lb in self.triage.labels if lb.casefold() in present), None)
+
+    def user_listed(self, login: str) -> bool:
+        folded = login.casefold()
+        return any(user.casefold() == folded for user in self.access.users)
+
+
+def parse_repo_config(text: str | bytes) -> RepoConfig:
+    """Read the file's content; raises RepoConfigError listing every problem found."""
+    raw = text if isinstance(text, bytes) else text.encode("utf-8", errors="surrogatepass")
+    if len(raw) > MAX_BYTES:
+        raise RepoConfigError([f"the file has {len(raw):,} bytes; at most {MAX_BYTES:,} are read"])
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = raw.count(b"\n", 0, exc.start) + 1
+            raise RepoConfigError([f"not UTF-8: byte 0x{raw[exc.start]:02x} on line {line} "
+                                   "cannot be decoded"]) from None
+    text = text.removeprefix("\ufeff")  # editors on Windows write a byte-order mark
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RepoConfigError([f"TOML syntax: {exc}"]) from None
+    try:
+        return RepoConfig.model_validate(data)
+    except ValidationError as exc:
+        raise RepoConfigError(_problems(exc)) from None
+
+
+def merge_options(config_defaults: ReproOptions, command: ReproOptions) -> ReproOptions:
+    """The command's options over the repo's defaults, key by key."""
+    given = {name: value for name in ReproOptions.model_fields
+             if (value := getattr(command, name)) is not None}
+    return config_defaults.model_copy(update=given)
+
+
+# --- error messages -------------------------------------------------------------------
+
+_SECTIONS: dict[str, type[BaseModel]] = {
+    field.alias or name: field.annotation  # type: ignore[misc]
+    for name, field in RepoConfig.model_fields.items()
+}
+
+
+def _keys(model: type[BaseModel]) -> list[str]:
+    return [field.alias or name for name, field in model.model_fields.items()]
+
+
+def _path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else ("." if out else "") + str(part)
+    return out
+
+
+def _shown(value: Any) -> str:
+    """A scalar as TOML writes it, cut short: `true`, `"perf"`, `5.0`."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, str):
+        return json.dumps(value[:60])
+    return repr(value)[:60] if isinstance(value, int | float) else ""
+
+
+_MESSAGES: dict[str, Callable[[ErrorDetails], str]] = {
+    "int_type": lambda e: "expected a whole number",
+    "bool_type": lambda e: "expected true or false",
+    "string_type": lambda e: "expected a string in quotes",
+    "tuple_type": lambda e: 'expected a list, as in ["a", "b"]',
+    "model_type": lambda e: "expected a table",
+    "greater_than_equal": lambda e: f"must be at least {e.get('ctx', {}).get('ge')}",
+    "less_than_equal": lambda e: f"must be at most {e.get('ctx', {}).get('le')}",
+    "too_long": lambda e: f"has more than {e.get('ctx', {}).get('max_length')} entries",
+    "value_error": lambda e: str(e.get("ctx", {}).get("error", e["msg"])),
+    "literal_error": lambda e: "expected one of " + e["msg"].removeprefix("Input should be "),
+    "string_pattern_mismatch": lambda e: "not a GPU kind: lower-case letters, digits and '-', "
+                                         "as in h100",
+}
+
+
+def _describe(err: ErrorDetails) -> str:
+    loc = tuple(err["loc"])
+    path = _path(loc)
+    if err["type"] == "extra_forbidden":
+        if len(loc) == 1:
+            return f"{path}: unknown section; valid sections: {', '.join(_keys(RepoConfig))}"
+        model = _SECTIONS.get(str(loc[0]))
+        valid = ", ".join(_keys(model)) if model else ""
+        return f"{path}: unknown key; valid keys in [{loc[0]}]: {valid}"
+    message = _MESSAGES.get(err["type"], lambda e: e["msg"])(err)
+    shown = _shown(err.get("input"))
+    return f"{path}{' = ' + shown if shown else ''}: {message}"
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    problems = [_describe(err) for err in exc.errors()]
+    if len(problems) > MAX_PROBLEMS:
+        extra = len(problems) - MAX_PROBLEMS
+        problems = [*problems[:MAX_PROBLEMS], f"... and {extra} more"]
+    return problems
