@@ -1,0 +1,211 @@
+"""GitHubClient: the calls triagebot makes to GitHub, each with retries and rate limits.
+
+One client per task (it is not thread-safe). Names that reach a URL are checked against
+GitHub's own rules first, so text from an issue cannot steer a request elsewhere.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import urllib.parse
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from github.ContentFile import ContentFile
+from pydantic import BaseModel, ConfigDict
+
+from triagebot.github import comments, thread
+from triagebot.github.auth import InstallationConnector, TokenConnector
+from triagebot.github.calls import Calls, Connector, RetryPolicy
+from triagebot.github.errors import GitHubError
+from triagebot.github.models import Thread
+from triagebot.settings import Settings
+
+LEVELS = ("admin", "maintain", "write", "triage", "read", "none")
+REACTIONS = frozenset({"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"})
+_REPO = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}", re.ASCII)
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?", re.ASCII)
+_SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", re.ASCII)
+_PATH_PART = re.compile(r"[A-Za-z0-9._-]{1,255}", re.ASCII)
+_LABEL_CHARS = 50
+
+
+class _Permission(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    permission: str
+    role_name: str | None = None
+
+
+class _Membership(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    state: str
+
+
+class GitHubClient:
+    def __init__(self, settings: Settings, connector: Connector, *,
+                 sleep: Callable[[float], None] = time.sleep,
+                 policy: RetryPolicy | None = None) -> None:
+        self._settings = settings
+        self._calls = Calls(connector, policy=policy or RetryPolicy(),
+                            max_wait_s=settings.max_rate_limit_wait_s, sleep=sleep)
+
+    @classmethod
+    def for_installation(cls, settings: Settings, installation_id: int,
+                         sleep: Callable[[float], None] = time.sleep, *,
+                         policy: RetryPolicy | None = None) -> GitHubClient:
+        """Acting as the App's installation; the token is minted and refreshed as needed."""
+        policy = policy or RetryPolicy()
+        return cls(settings, InstallationConnector(settings, installation_id, policy),
+                   sleep=sleep, policy=policy)
+
+    @classmethod
+    def with_token(cls, settings: Settings, token: str | None,
+                   sleep: Callable[[float], None] = time.sleep, *,
+                   policy: RetryPolicy | None = None) -> GitHubClient:
+        """With a personal access token, or anonymously when `token` is None (the CLI)."""
+        policy = policy or RetryPolicy()
+        return cls(settings, TokenConnector(settings, token, policy), sleep=sleep,
+                   policy=policy)
+
+    def close(self) -> None:
+        self._calls.close()
+
+    def __enter__(self) -> GitHubClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # --- reading ------------------------------------------------------------------------
+    def read_thread(self, repo: str, number: int, max_comments: int = 300) -> Thread:
+        """The issue or pull request with its first `max_comments` comments."""
+        return thread.read_thread(self._calls, _repo(repo), _number(number), max_comments)
+
+    def permission(self, repo: str, login: str) -> str:
+        """admin, maintain, write, triage, read or none. The role name wins when it is one
+        of these (it tells maintain from write); a custom role falls back to `permission`."""
+        path = (f"/repos/{_repo(repo)}/collaborators/"
+                f"{urllib.parse.quote(_login(login), safe='')}/permission")
+        data = self._get_json(f"permission of {login} on {repo}", path)
+        if data is None:
+            return "none"
+        answer = _Permission.model_validate(data)
+        if answer.role_name in LEVELS:
+            return answer.role_name
+        return answer.permission if answer.permission in LEVELS else "none"
+
+    def in_team(self, org: str, team: str, login: str) -> bool:
+        """Whether `login` is an active member of the team `org/team`."""
+        path = (f"/orgs/{_slug(org)}/teams/{_slug(team)}/memberships/"
+                f"{urllib.parse.quote(_login(login), safe='')}")
+        data = self._get_json(f"membership of {login} in {org}/{team}", path)
+        return data is not None and _Membership.model_validate(data).state == "active"
+
+    def file_text(self, repo: str, path: str, max_bytes: int = 65536) -> str | None:
+        """A UTF-8 file from the default branch; None when it does not exist."""
+        what = f"read {path} in {repo}"
+        try:
+            found = self._calls.retried(
+                what, lambda gh: gh.get_repo(_repo(repo)).get_contents(_path(path)))
+        except GitHubError as err:
+            if err.status == 404:
+                return None
+            raise
+        if not isinstance(found, ContentFile) or found.type != "file":
+            raise GitHubError(f"{what}: not a file")
+        if found.size > max_bytes:
+            raise GitHubError(f"{what}: {found.size} bytes, more than the {max_bytes} "
+                              "accepted")
+        if found.encoding != "base64":
+            # The contents API inlines files up to 1 MB; above that the content is empty.
+            raise GitHubError(f"{what}: {found.size} bytes, too big for the contents API")
+        try:
+            return found.decoded_content.decode("utf-8")
+        except ValueError:
+            raise GitHubError(f"{what}: not UTF-8 text") from None
+
+    def find_marked(self, repo: str, number: int, key: str) -> int | None:
+        """The id of our comment carrying marker(key); others' comments never count."""
+        found = comments.find_marked(self._calls, _repo(repo), _number(number), key,
+                                     self._settings.bot_login)
+        return found.id if found is not None else None
+
+    # --- writing ------------------------------------------------------------------------
+    def upsert_comment(self, repo: str, number: int, key: str, body: str,
+                       comment_id: int | None = None) -> int:
+        """Create or edit the one comment for `key`; its first line is marker(key).
+
+        With `comment_id`, that comment is edited; if it was deleted, the marker is looked
+        up and, failing that, the comment is created again (once). A create is never
+        repeated blindly. Returns the comment id."""
+        return comments.upsert_comment(self._calls, _repo(repo), _number(number), key, body,
+                                       self._settings.bot_login, comment_id)
+
+    def react(self, repo: str, comment_id: int, content: str) -> None:
+        """Add a reaction to an issue comment; adding the same one twice is harmless."""
+        if content not in REACTIONS:
+            raise ValueError(f"reaction {content!r} is not one of {sorted(REACTIONS)}")
+        path = f"/repos/{_repo(repo)}/issues/comments/{_number(comment_id)}/reactions"
+        self._calls.retried(f"react {content} to comment {comment_id} in {repo}",
+                            lambda gh: gh.requester.requestJsonAndCheck(
+                                "POST", path, input={"content": content}))
+
+    def add_labels(self, repo: str, number: int, labels: list[str]) -> None:
+        """Add labels (created by GitHub if the repo lacks them); existing ones stay."""
+        for label in labels:
+            if not label or len(label) > _LABEL_CHARS or "," in label:
+                raise ValueError(f"label {label!r} must be 1-{_LABEL_CHARS} characters "
+                                 "without commas")
+        if not labels:
+            return
+        self._calls.retried(f"label {repo}#{number}",
+                            lambda gh: gh.get_repo(_repo(repo)).get_issue(_number(number))
+                            .add_to_labels(*labels))
+
+    # --- helpers ------------------------------------------------------------------------
+    def _get_json(self, what: str, path: str) -> Any:
+        """The JSON of a GET, or None on 404."""
+        try:
+            _, data = self._calls.retried(
+                what, lambda gh: gh.requester.requestJsonAndCheck("GET", path))
+        except GitHubError as err:
+            if err.status == 404:
+                return None
+            raise
+        return data
+
+
+def _repo(repo: str) -> str:
+    if not _REPO.fullmatch(repo) or repo.split("/")[1] in (".", ".."):
+        raise ValueError(f"repository {repo!r} is not OWNER/NAME")
+    return repo
+
+
+def _login(login: str) -> str:
+    if not _LOGIN.fullmatch(login):
+        raise ValueError(f"{login!r} is not a GitHub login")
+    return login
+
+
+def _slug(name: str) -> str:
+    if not _SLUG.fullmatch(name):
+        raise ValueError(f"{name!r} is not an organisation or team name")
+    return name
+
+
+def _number(number: int) -> int:
+    if isinstance(number, bool) or not isinstance(number, int) or number <= 0:
+        raise ValueError(f"{number!r} is not an issue, pull request or comment number")
+    return number
+
+
+def _path(path: str) -> str:
+    parts = path.split("/")
+    if not all(_PATH_PART.fullmatch(p) and p not in (".", "..") for p in parts):
+        raise ValueError(f"{path!r} is not a relative file path")
+    return path
