@@ -1,0 +1,119 @@
+"""/healthz, /readyz and /metrics against a live server and a real Redis."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+
+import httpx
+import redis
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.web.support import deliver, fixture
+from tests.web.test_jobs_page import make_job
+from triagebot.jobs import JobStore
+from triagebot.settings import Settings
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_healthz(url: str, http: httpx.Client) -> None:
+    response = http.get(f"{url}/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"ok": True}
+
+
+def test_readyz_needs_a_recent_worker_heartbeat(url: str, http: httpx.Client,
+                                                settings: Settings,
+                                                redis_client: redis.Redis) -> None:
+    response = http.get(f"{url}/readyz")
+    assert response.status_code == 503
+    assert "no worker heartbeat" in response.json()["reason"]
+    JobStore(settings, redis_client).worker_alive("gpu-h100@runner-1", ttl_s=60)
+    response = http.get(f"{url}/readyz")
+    assert response.status_code == 200
+    assert response.json() == {"ok": True, "workers": 1}
+
+
+def test_readyz_ignores_a_stale_heartbeat(make_settings: Callable[..., Settings],
+                                          serve: Callable[..., str], http: httpx.Client,
+                                          redis_client: redis.Redis) -> None:
+    settings = make_settings(worker_heartbeat_max_age_s=5)
+    url = serve(settings)
+    key = settings.key("worker", "triage@old")
+    redis_client.set(key, "1000.0", ex=60)  # a heartbeat from 1970
+    assert http.get(f"{url}/readyz").status_code == 503
+
+
+def test_readyz_without_redis(make_settings: Callable[..., Settings],
+                              serve: Callable[..., str], http: httpx.Client) -> None:
+    url = serve(make_settings(redis_url=f"redis://127.0.0.1:{_closed_port()}/0"))
+    response = http.get(f"{url}/readyz")
+    assert response.status_code == 503
+    assert response.json()["reason"].startswith("redis unreachable")
+    assert http.get(f"{url}/healthz").status_code == 200
+
+
+def test_metrics_count_deliveries_and_read_redis(url: str, http: httpx.Client,
+                                                 settings: Settings,
+                                                 redis_client: redis.Redis) -> None:
+    store = JobStore(settings, redis_client)
+    before = _samples(http.get(f"{url}/metrics").text)
+    assert before[("triagebot_redis_up", ())] == 1
+    assert before[("triagebot_jobs", (("state", "queued"),))] == 0
+    assert before[("triagebot_queue_depth", (("queue", "triage"),))] == 0
+    assert before[("triagebot_queue_depth", (("queue", "gpu-h100"),))] == 0
+    assert before[("triagebot_workers", ())] == 0
+    assert before[("triagebot_cell_duration_seconds_count", ())] == 0
+
+    assert deliver(http, url, "issue_comment", fixture("issue_comment.created")).json()["queued"]
+    assert deliver(http, url, "star", fixture("star.created")).status_code == 202
+    assert deliver(http, url, "ping", fixture("ping"), secret="not-the-secret").status_code \
+        == 401
+    make_job(store, title="one")
+    make_job(store, title="two", trigger="comment-2")
+    store.worker_alive("triage@api-test", ttl_s=60)
+    for seconds in (3.0, 40.0, 40.0, 5000.0):
+        store.observe_cell(seconds)
+
+    response = http.get(f"{url}/metrics")
+    assert response.headers["content-type"].startswith("text/plain")
+    after = _samples(response.text)
+    deliveries = "triagebot_deliveries_total"
+    assert after[(deliveries, (("event", "issue_comment"), ("result", "queued")))] == 1
+    assert after[(deliveries, (("event", "star"), ("result", "ignored")))] == 1
+    assert after[(deliveries, (("event", "unverified"), ("result", "unauthorized")))] == 1
+    assert after[("triagebot_jobs", (("state", "queued"),))] == 2
+    assert after[("triagebot_jobs", (("state", "done"),))] == 0
+    assert after[("triagebot_queue_depth", (("queue", "triage"),))] == 1
+    assert after[("triagebot_workers", ())] == 1
+    histogram = "triagebot_cell_duration_seconds"
+    assert after[(f"{histogram}_bucket", (("le", "5.0"),))] == 1
+    assert after[(f"{histogram}_bucket", (("le", "30.0"),))] == 1
+    assert after[(f"{histogram}_bucket", (("le", "60.0"),))] == 3
+    assert after[(f"{histogram}_bucket", (("le", "3600.0"),))] == 3
+    assert after[(f"{histogram}_bucket", (("le", "+Inf"),))] == 4
+    assert after[(f"{histogram}_count", ())] == 4
+    assert after[(f"{histogram}_sum", ())] == 5083.0
+
+
+def test_each_app_has_its_own_registry(make_settings: Callable[..., Settings],
+                                       serve: Callable[..., str], http: httpx.Client) -> None:
+    settings = make_settings()
+    first, second = serve(settings), serve(settings)
+    deliver(http, first, "star", fixture("star.created"))
+    key = ("triagebot_deliveries_total", (("event", "star"), ("result", "ignored")))
+    assert _samples(http.get(f"{first}/metrics").text)[key] == 1
+    assert key not in _samples(http.get(f"{second}/metrics").text)

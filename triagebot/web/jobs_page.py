@@ -1,0 +1,88 @@
+"""`GET /jobs/{id}`: a page a maintainer opens from the thread to watch a job, and its JSON.
+
+Everything shown comes from an issue (title, command, report), so the page is rendered
+with autoescaping on and a Content-Security-Policy that allows no script at all.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from triagebot.jobs import JobRecord
+from triagebot.web.deps import service_of
+from triagebot.web.service import Service
+
+JOB_ID = re.compile(r"^[0-9a-f]{20}$")
+REFRESH_S = 15
+_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+router = APIRouter()
+_env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
+                   autoescape=True, undefined=StrictUndefined, trim_blocks=True,
+                   lstrip_blocks=True)
+
+
+def duration(seconds: float | None) -> str:
+    """A short human duration: '45 s', '12 min', '2 h 05 min'."""
+    if seconds is None:
+        return "—"
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    if minutes < 90:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def _when(stamp: float | None) -> str:
+    if stamp is None:
+        return "—"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(stamp))
+
+
+def _load(service: Service, id_: str) -> tuple[JobRecord, str | None, int | None]:
+    if not JOB_ID.fullmatch(id_):
+        raise HTTPException(status_code=404, detail="no such job")
+    try:
+        record = service.jobs.get(id_)
+        if record is None:
+            raise HTTPException(status_code=404, detail="no such job")
+        ahead = service.jobs.queued_ahead(record) if record.state == "queued" else None
+        return record, service.jobs.report(id_), ahead
+    except redis.RedisError:
+        raise HTTPException(status_code=503, detail="the job store is unavailable") from None
+
+
+# The JSON route is declared first: `{job_id}` alone would also match `<id>.json`.
+@router.get("/jobs/{job_id}.json")
+def job_json(request: Request, job_id: str) -> JSONResponse:
+    record, report, ahead = _load(service_of(request), job_id)
+    data: dict[str, Any] = record.model_dump(mode="json")
+    data.update(report=report, queued_ahead=ahead)
+    return JSONResponse(data, headers={"Cache-Control": "no-store"})
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+def job_page(request: Request, job_id: str) -> HTMLResponse:
+    record, report, ahead = _load(service_of(request), job_id)
+    html = _env.get_template("job.html").render(
+        job=record, report=report, queued_ahead=ahead, refresh_s=REFRESH_S,
+        thread_url=f"https://github.com/{record.repo}/"
+                   f"{'pull' if record.is_pr else 'issues'}/{record.number}",
+        eta=duration(record.eta_s), created=_when(record.created_at),
+        started=_when(record.started_at), finished=_when(record.finished_at))
+    return HTMLResponse(html, headers=_HEADERS)

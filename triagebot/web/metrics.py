@@ -1,0 +1,114 @@
+"""Prometheus metrics of the ingress, on a registry of its own (never the global one).
+
+Delivery counts are kept in the process. Job states, queue depths, cell durations and
+live workers are read from Redis when scraped, so every API replica reports the same
+numbers and nothing has to be kept in sync. If Redis does not answer, a scrape still
+returns the in-process counters and `triagebot_redis_up 0`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+
+import redis
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from triagebot.jobs import CELL_BUCKETS, JobStore
+from triagebot.settings import Settings
+from triagebot.web.deps import service_of
+from triagebot.workers import names
+
+log = logging.getLogger(__name__)
+
+# Label values for the event header are bounded: the header is not covered by the
+# signature, and unbounded label values would let a client grow our memory.
+KNOWN_EVENTS = frozenset({"ping", "issue_comment", "issues", "pull_request", "installation",
+                          "installation_repositories", "pull_request_review",
+                          "pull_request_review_comment", "push", "star"})
+
+
+def event_label(event: str | None) -> str:
+    if event is None:
+        return "none"
+    return event if event in KNOWN_EVENTS or event == "unverified" else "other"
+
+
+class RedisCollector(Collector):
+    """Reads the shared numbers from Redis at scrape time."""
+
+    def __init__(self, settings: Settings, store: Callable[[], JobStore]) -> None:
+        self.settings = settings
+        self.store = store
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("triagebot_redis_up", "1 when Redis answered this scrape")
+        try:
+            metrics = list(self._read(self.store()))
+        except redis.RedisError as exc:
+            log.warning("metrics: redis unavailable (%s)", type(exc).__name__)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        yield from metrics
+
+    def _read(self, store: JobStore) -> Iterator[Metric]:
+        jobs = GaugeMetricFamily("triagebot_jobs", "Jobs by state", labels=["state"])
+        for state, count in store.count_by_state().items():
+            jobs.add_metric([state], count)
+        yield jobs
+
+        depth = GaugeMetricFamily("triagebot_queue_depth", "Messages waiting in a queue",
+                                  labels=["queue"])
+        queues = [names.TRIAGE_QUEUE, *(self.settings.queue_for(k)
+                                        for k in self.settings.gpu_kinds)]
+        for queue in queues:
+            depth.add_metric([queue], store.queue_depth(queue))
+        yield depth
+
+        per_bucket, total, _count = store.cell_histogram()
+        cumulative = 0
+        buckets: list[tuple[str, float]] = []
+        for bound in CELL_BUCKETS:
+            cumulative += per_bucket.get(str(bound), 0)
+            buckets.append((floatToGoString(bound), cumulative))
+        buckets.append(("+Inf", cumulative + per_bucket.get("+Inf", 0)))
+        yield HistogramMetricFamily("triagebot_cell_duration_seconds",
+                                    "Wall time of one cell run", buckets=buckets,
+                                    sum_value=total)
+
+        max_age = self.settings.worker_heartbeat_max_age_s
+        alive = sum(1 for age in store.workers().values() if age <= max_age)
+        workers = GaugeMetricFamily("triagebot_workers",
+                                    "Workers with a recent heartbeat")
+        workers.add_metric([], alive)
+        yield workers
+
+
+class Metrics:
+    def __init__(self, settings: Settings, store: Callable[[], JobStore]) -> None:
+        self.registry = CollectorRegistry()
+        self.deliveries = Counter("triagebot_deliveries", "Webhook deliveries by outcome",
+                                  ["event", "result"], registry=self.registry)
+        self.registry.register(RedisCollector(settings, store))
+
+    def delivery(self, event: str | None, result: str) -> None:
+        self.deliveries.labels(event=event_label(event), result=result).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+router = APIRouter()
+
+
+@router.get("/metrics")
+def metrics(request: Request) -> Response:
+    # A def route: the Redis reads run in the threadpool, not on the event loop.
+    return Response(service_of(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)

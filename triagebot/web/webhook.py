@@ -1,0 +1,170 @@
+"""`POST /webhook`: verify, filter, dedupe, enqueue, acknowledge. Never calls GitHub.
+
+The order is the contract: the body is read with a cap, the signature is checked over
+those exact bytes before anything parses them, and a delivery is recorded as seen only
+after its event is on the queue. When Redis or the broker fails the answer is 503, so
+GitHub lists the delivery as failed and it can be redelivered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from triagebot.events import EventError, ThreadEvent, normalise, worth_queueing
+from triagebot.web.body import BadContentLength, BodyTooLarge, read_capped
+from triagebot.web.deliveries import DELIVERY_ID
+from triagebot.web.deps import service_of
+from triagebot.web.service import Service
+from triagebot.web.signature import verify
+from triagebot.workers import names
+
+log = logging.getLogger("triagebot.web.webhook")
+router = APIRouter()
+
+
+@dataclass
+class Outcome:
+    status: int
+    body: dict[str, Any]
+    result: str
+    action: str | None = None
+    repo: str | None = None
+    verified: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _refuse(status: int, result: str, error: str, *, verified: bool = True) -> Outcome:
+    return Outcome(status, {"error": error}, result, verified=verified)
+
+
+def _action_of(payload: Mapping[str, Any]) -> str | None:
+    action = payload.get("action")
+    return action[:40] if isinstance(action, str) else None
+
+
+def process(service: Service, headers: Mapping[str, str], body: bytes) -> Outcome:
+    """Everything after the body is read; blocking, so it runs in the threadpool."""
+    settings = service.settings
+    if not verify(body, headers.get("x-hub-signature-256"), settings.webhook_secrets):
+        return _refuse(401, "unauthorized", "signature does not match", verified=False)
+    event = headers.get("x-github-event")
+    delivery = headers.get("x-github-delivery")
+    if not event or not delivery:
+        return _refuse(400, "bad_request", "X-GitHub-Event and X-GitHub-Delivery are required")
+    if not DELIVERY_ID.fullmatch(delivery):
+        return _refuse(400, "bad_request", "X-GitHub-Delivery is not a delivery id")
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return _refuse(400, "bad_request", "body is not JSON")
+    if not isinstance(payload, dict):
+        return _refuse(400, "bad_request", "body is not a JSON object")
+    if event == "ping":
+        zen = payload.get("zen")
+        return Outcome(200, {"ok": True, "zen": zen if isinstance(zen, str) else None}, "ping")
+    action = _action_of(payload)
+    try:
+        ev = normalise(event, payload, delivery)
+    except EventError as exc:
+        outcome = _refuse(400, "bad_request", f"payload: {exc}")
+        outcome.action = action
+        return outcome
+    if ev is None:
+        what = f"{event}.{action}" if action else event
+        return Outcome(202, {"ignored": f"{what} is not handled"}, "ignored", action=action)
+    allowed = {repo.lower() for repo in settings.allowed_repos}
+    if allowed and ev.repo.lower() not in allowed:
+        return _ignored(ev, "repository is not served here")
+    reason = worth_queueing(ev, settings.bot_login, settings.command_name)
+    if reason is not None:
+        return _ignored(ev, reason)
+    return enqueue(service, ev)
+
+
+def _ignored(ev: ThreadEvent, reason: str) -> Outcome:
+    return Outcome(202, {"ignored": reason}, "ignored", action=ev.action, repo=ev.repo)
+
+
+def enqueue(service: Service, ev: ThreadEvent) -> Outcome:
+    """Claim the delivery, put the event on the triage queue, then record the delivery."""
+    guid = ev.delivery
+    unavailable = Outcome(503, {"error": "queue unavailable; redeliver later"}, "unavailable",
+                          action=ev.action, repo=ev.repo)
+    try:
+        if not service.deliveries.claim(guid):
+            return Outcome(202, {"duplicate": True, "delivery": guid}, "duplicate",
+                           action=ev.action, repo=ev.repo)
+    except redis.RedisError as exc:
+        unavailable.extra["error"] = type(exc).__name__
+        return unavailable
+    try:
+        service.celery.send_task(
+            names.HANDLE_EVENT, args=[ev.model_dump(mode="json")], queue=names.TRIAGE_QUEUE,
+            task_id=f"event-{guid}",
+            # Nobody waits on the result; without this Celery subscribes to a result
+            # channel on every send.
+            ignore_result=True,
+            # What Celery logs and shows (Flower) instead of a repr of the whole event:
+            # issue text stays out of logs, and no time goes into building the repr.
+            argsrepr=f"({ev.event}.{ev.action} {ev.repo}#{ev.number})", kwargsrepr="{}")
+    except Exception as exc:
+        # Whatever the broker raised, the event is not queued: free the claim so a
+        # redelivery is accepted, and tell GitHub the delivery failed.
+        unavailable.extra["error"] = type(exc).__name__
+        with contextlib.suppress(redis.RedisError):  # else the claim expires on its own
+            service.deliveries.release(guid)
+        return unavailable
+    queued = Outcome(202, {"queued": True, "delivery": guid}, "queued",
+                     action=ev.action, repo=ev.repo)
+    try:
+        service.deliveries.record(guid)
+    except redis.RedisError as exc:
+        # The event is on the queue, so this is a success; the claim still guards
+        # against copies until it expires, and the job id dedupes after that.
+        queued.extra["record_error"] = type(exc).__name__
+    return queued
+
+
+def _safe(value: str | None) -> str:
+    # Header values are attacker-controlled until verified; keep log lines one line.
+    if value is None:
+        return "-"
+    plain = value.isascii() and value.replace("_", "").replace("-", "").isalnum()
+    return value[:64] if plain else "?"
+
+
+@router.post("/webhook")
+async def webhook(request: Request) -> JSONResponse:
+    service = service_of(request)
+    headers = request.headers
+    try:
+        body = await read_capped(request, service.settings.max_body_bytes)
+    except BodyTooLarge:
+        outcome = _refuse(413, "too_large", "body over the size limit", verified=False)
+    except BadContentLength:
+        outcome = _refuse(400, "bad_request", "Content-Length is not a number", verified=False)
+    else:
+        outcome = await run_in_threadpool(process, service, headers, body)
+    event = headers.get("x-github-event")
+    # Until the signature matched, the event header is anyone's word.
+    service.metrics.delivery(event if outcome.verified else "unverified", outcome.result)
+    fields = {"delivery": _safe(headers.get("x-github-delivery")),
+              "event": _safe(event)[:40], "action": _safe(outcome.action),
+              "repo": outcome.repo or "-", "result": outcome.result,
+              "status": outcome.status, **outcome.extra}
+    level = logging.WARNING if outcome.status >= 500 else logging.INFO
+    log.log(level, " ".join(f"{k}={v}" for k, v in fields.items()), extra=fields)
+    # After a 413 the rest of the body is unread: close rather than drain whatever the
+    # client still sends.
+    close = {"Connection": "close"} if outcome.status == 413 else None
+    return JSONResponse(outcome.body, status_code=outcome.status, headers=close)
