@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -42,6 +43,32 @@ def main(
     """triagebot: reproduce spec-decode and CUDA-graph performance reports."""
 
 
+# An issue or PR page: `triagebot repro https://github.com/OWNER/REPO/issues/N` reads the
+# thread through the API (github_api_url in the settings, so GitHub Enterprise works too).
+_THREAD_URL = re.compile(
+    r"^https?://[A-Za-z0-9.:-]+/([A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100})/"
+    r"(?:issues|pull)/([0-9]{1,9})/?(?:#.*)?$")
+
+
+def read_report(path: str, title: str | None,
+                repo: str | None) -> tuple[bytes, str | None, str | None]:
+    """The report's bytes, title and repo from a file, stdin or an issue/PR URL."""
+    match = _THREAD_URL.match(path)
+    if match is None:
+        return read_input(path), title, repo
+    from triagebot.github import GitHubClient, GitHubError
+    from triagebot.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+        client = GitHubClient.with_token(settings, settings.github_token.get_secret_value()
+                                         if settings.github_token else None)
+        thread = client.read_thread(match[1], int(match[2]))
+    except (GitHubError, SettingsError) as exc:
+        raise _fail(EXIT_USAGE, f"cannot read {path}: {exc}") from None
+    return thread.body.encode(), title or thread.title, repo or match[1]
+
+
 def read_input(path: str) -> bytes:
     """The report's bytes from a file or `-` (stdin); a clear error and exit 2 otherwise."""
     err = Console(stderr=True)
@@ -60,8 +87,8 @@ def read_input(path: str) -> bytes:
 
 @app.command()
 def parse(
-    path: Annotated[str, typer.Argument(help="Report file (markdown or a saved page), or - "
-                                             "for stdin.")],
+    path: Annotated[str, typer.Argument(help="Report file (markdown or a saved page), - "
+                                             "for stdin, or an issue/PR URL.")],
     title: Annotated[str | None, typer.Option("--title", help="The issue or PR title.")] = None,
     repo: Annotated[str | None, typer.Option(
         "--repo", help="OWNER/NAME the thread lives in: a weak hint for the engine.")] = None,
@@ -71,7 +98,8 @@ def parse(
     """Read a report into a ReproRequest: every field, its value and where it came from."""
     from triagebot.parse import parse_report
 
-    request = parse_report(read_input(path), title=title, repo=repo)
+    data, title, repo = read_report(path, title, repo)
+    request = parse_report(data, title=title, repo=repo)
     if json_out:
         sys.stdout.write(request.model_dump_json(indent=2) + "\n")
         return
@@ -101,7 +129,8 @@ def _fail(code: int, message: str) -> typer.Exit:
 def load_plan(path: str, title: str | None, repo: str | None, overrides: list[str] | None,
               engine: str | None = None, runs: int | None = None,
               trust: list[str] | None = None) -> Plan:
-    return load_plan_from(read_input(path), title, repo, overrides, engine, runs, trust)
+    data, title, repo = read_report(path, title, repo)
+    return load_plan_from(data, title, repo, overrides, engine, runs, trust)
 
 
 def load_plan_from(data: bytes, title: str | None, repo: str | None,
@@ -134,7 +163,7 @@ def load_plan_from(data: bytes, title: str | None, repo: str | None,
 
 @app.command()
 def plan(
-    path: Annotated[str, typer.Argument(help="Report file, or - for stdin.")],
+    path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
     overrides: OverridesArg = None,
     title: TitleOpt = None,
     repo: RepoOpt = None,
@@ -155,7 +184,7 @@ def plan(
 
 @app.command()
 def render(
-    path: Annotated[str, typer.Argument(help="Report file, or - for stdin.")],
+    path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
     overrides: OverridesArg = None,
     title: TitleOpt = None,
     repo: RepoOpt = None,
@@ -202,7 +231,7 @@ OUTCOME_EXIT = {"reproduced": EXIT_REPRODUCED, "not_reproduced": EXIT_NOT_REPROD
 
 @app.command()
 def repro(
-    path: Annotated[str, typer.Argument(help="Report file, or - for stdin.")],
+    path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
     overrides: OverridesArg = None,
     title: TitleOpt = None,
     repo: RepoOpt = None,
@@ -230,7 +259,7 @@ def repro(
     from triagebot.report import render_report
     from triagebot.run.orchestrate import DEFAULT_CACHE, RunSettings, execute
 
-    data = read_input(path)
+    data, title, repo = read_report(path, title, repo)
     plan_ = load_plan_from(data, title, repo, overrides, engine, runs, trust, max_runs)
     try:
         scripts = render_plan(plan_)
@@ -303,6 +332,50 @@ def _override_words(overrides: list[str] | None, engine: str | None,
     if runs is not None:
         words.append(f"--runs={runs}")
     return words
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (default: settings).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default: settings).")] = None,
+) -> None:
+    """Run the webhook service (uvicorn): POST /webhook, /healthz, /readyz, /metrics, /jobs."""
+    import uvicorn
+
+    from triagebot.settings import SettingsError, load_settings
+    from triagebot.web import create_app
+
+    try:
+        settings = load_settings()
+        web = create_app(settings)
+    except SettingsError as exc:
+        raise _fail(EXIT_USAGE, str(exc)) from None
+    uvicorn.run(web, host=host or settings.host, port=port or settings.port,
+                log_level="info", proxy_headers=True)
+
+
+@app.command()
+def worker(
+    queues: Annotated[str, typer.Option(
+        "--queues", "-Q", help="Comma-separated: `triage` (talks to GitHub) and/or "
+                               "`gpu-<kind>` (runs jobs on this machine's GPU).")],
+    name: Annotated[str | None, typer.Option(
+        "--name", "-n", help="Worker name (default: <queues>@<host>).")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        "--concurrency", "-c", min=1, max=64,
+        help="Processes for a triage worker; a GPU worker always runs one.")] = None,
+    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "info",
+) -> None:
+    """Run a Celery worker. Start one per GPU, pinned with CUDA_VISIBLE_DEVICES."""
+    from triagebot.settings import SettingsError, load_settings
+    from triagebot.workers.serve import WorkerError, run_worker
+
+    try:
+        settings = load_settings()
+        run_worker(settings, [q.strip() for q in queues.split(",") if q.strip()],
+                   name=name, concurrency=concurrency, loglevel=loglevel)
+    except (SettingsError, WorkerError) as exc:
+        raise _fail(EXIT_USAGE, str(exc)) from None
 
 
 engines_app = typer.Typer(help="What each engine release accepts, and how that table is kept.",

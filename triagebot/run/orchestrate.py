@@ -13,6 +13,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -67,8 +68,26 @@ class Execution(BaseModel):
 Progress = Callable[[Event], None]
 
 
+class RunCancelled(Exception):
+    """`stop` answered True: the job was cancelled or this worker no longer owns it."""
+
+
+class SlotStore(Protocol):
+    """Where finished runs are kept, so a job restarted on another worker resumes.
+
+    `execute` asks before running a (cell, round) and records what it ran; a slot found in
+    the store is not run again.
+    """
+
+    def get(self, cell_id: str, round_: int) -> RunResult | None: ...
+
+    def put(self, cell_id: str, round_: int, result: RunResult, wall_s: float) -> None: ...
+
+
 def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | None,
-            settings: RunSettings, progress: Progress | None = None) -> Execution:
+            settings: RunSettings, progress: Progress | None = None, *,
+            store: SlotStore | None = None,
+            stop: Callable[[], bool] | None = None) -> Execution:
     # Scripts run with the output folder as their working directory: paths must be absolute.
     settings = settings.model_copy(update={"out_dir": settings.out_dir.resolve()})
     out = settings.out_dir
@@ -107,12 +126,21 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
         emit(Event(kind="round", round=round_index, runs_planned=planned, runs_done=done,
                    elapsed_s=time.monotonic() - started))
         for slot in slots:
+            if stop is not None and stop():
+                raise RunCancelled(f"stopped before {slot.cell_id} round {slot.round}")
             cell = plan.cell(slot.cell_id)
             elapsed = time.monotonic() - started
+            kept = store.get(slot.cell_id, slot.round) if store is not None else None
+            if kept is not None:
+                results[slot.cell_id].append(kept)
+                done += slot.runs
+                continue
             emit(Event(kind="start", cell_id=cell.cell_id, label=cell.label, round=slot.round,
                        runs=slot.runs, runs_done=done, runs_planned=planned,
                        elapsed_s=elapsed, eta_s=_eta(elapsed, done, planned)))
-            outcome = _run_slot(plan, slot, paths[slot.cell_id], env, settings)
+            outcome = _run_slot(plan, slot, paths[slot.cell_id], env, settings, stop)
+            if outcome.killed_by == "cancelled":
+                raise RunCancelled(f"stopped during {slot.cell_id} round {slot.round}")
             outcomes[slot.cell_id].append(outcome)
             result = outcome.result
             if result is None:
@@ -120,6 +148,8 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                 result = _from_outcome(plan, slot, outcome)
                 path = settings.out_dir / "results" / f"{slot.cell_id}-r{slot.round}.json"
                 path.write_text(result.model_dump_json(indent=2) + "\n")
+            if store is not None:
+                store.put(slot.cell_id, slot.round, result, outcome.wall_s)
             results[slot.cell_id].append(result)
             done += slot.runs
             elapsed = time.monotonic() - started
@@ -134,7 +164,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
 
 
 def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
-              settings: RunSettings) -> CellOutcome:
+              settings: RunSettings, stop: Callable[[], bool] | None) -> CellOutcome:
     cell = plan.cell(slot.cell_id)
     name = f"{slot.cell_id}-r{slot.round}"
     return run_script(
@@ -146,6 +176,7 @@ def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
         wall_limit_s=plan.budget.cell_time_limit_s,
         silence_limit_s=settings.silence_limit_s,
         cwd=settings.out_dir,
+        stop=stop,
     )
 
 

@@ -72,7 +72,7 @@ _TRAMPOLINE = (
     "os.execv(sys.argv[2], sys.argv[2:])\n"
 )
 
-Killer = Literal["hang", "timeout"]
+Killer = Literal["hang", "timeout", "cancelled"]
 
 
 class CellOutcome(BaseModel):
@@ -306,8 +306,9 @@ def _argv(python: str, script: Path) -> list[str]:
 
 
 def _pump(proc: subprocess.Popen[bytes], sink: _LogSink, started: float,
-          wall_limit_s: float, silence_limit_s: float) -> Killer | None:
-    """Copy output until the script exits or a clock runs out; say which clock."""
+          wall_limit_s: float, silence_limit_s: float,
+          stop: Callable[[], bool] | None) -> Killer | None:
+    """Copy output until the script exits, a clock runs out or `stop` says so; say which."""
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
     os.set_blocking(fd, False)
@@ -323,6 +324,8 @@ def _pump(proc: subprocess.Popen[bytes], sink: _LogSink, started: float,
                 return "hang"
             if _has_exited(proc):
                 return None
+            if stop is not None and stop():
+                return "cancelled"
             wait = min(_POLL_S, started + wall_limit_s - now, last_output + silence_limit_s - now)
             if eof:
                 time.sleep(max(0.0, wait))
@@ -377,8 +380,13 @@ def run_script(
     cwd: Path | None = None,
     log_cap_bytes: int = LOG_CAP_BYTES,
     gpu_settle_s: float = 10.0,
+    stop: Callable[[], bool] | None = None,
 ) -> CellOutcome:
-    """Run `python script` under supervision; never raises for anything the script does."""
+    """Run `python script` under supervision; never raises for anything the script does.
+
+    `stop` is polled while the script runs; when it answers True (the job was cancelled,
+    or this worker lost the job's lock) the script's tree is stopped at once.
+    """
     result_path.unlink(missing_ok=True)  # a stale result must not pass for this run's
     log_path.parent.mkdir(parents=True, exist_ok=True)
     result_path.parent.mkdir(parents=True, exist_ok=True)
@@ -398,7 +406,7 @@ def run_script(
                            error=f"could not start {python}: {exc}")
     killed_by: Killer | None = None
     try:
-        killed_by = _pump(proc, sink, started, wall_limit_s, silence_limit_s)
+        killed_by = _pump(proc, sink, started, wall_limit_s, silence_limit_s, stop)
         wall_s = time.monotonic() - started
     finally:
         _stop_tree(proc, grace_s)
@@ -491,6 +499,8 @@ def classify(
             notes.append(f"the script wrote an ok result, then {how}; its measurements "
                          "are kept")
         return "ok", None, notes
+    if killed_by == "cancelled":
+        return "failed", f"the script {how}", notes
     if killed_by is not None:
         if result is not None:
             notes.append(f"the result said {result.status!r} but the script then {how}")
@@ -533,6 +543,8 @@ def _describe_exit(returncode: int, killed_by: Killer | None,
     wall_limit_s, silence_limit_s = limits
     if killed_by == "timeout":
         return f"was still running after {wall_limit_s:g} s and was killed"
+    if killed_by == "cancelled":
+        return "was stopped because its job was cancelled"
     if killed_by == "hang":
         return f"printed nothing for {silence_limit_s:g} s and was killed"
     if returncode < 0:

@@ -1,0 +1,160 @@
+"""End to end, with real parts: a signed webhook -> uvicorn -> Redis -> real Celery workers
+(a triage worker that talks to the fake GitHub, a "GPU" worker on the cpu queue running the
+transformers engine) -> exactly one comment, edited from acknowledgement to final report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fakes.github_fixture import INSTALLATION_ID, REPO
+from tests.fakes.github_server import FakeGitHub
+from tests.fakes.redis_fixture import make_settings
+from tests.fakes.services import Uvicorn, Worker, settings_env, sign, wait_for
+from triagebot.jobs import JobRecord, JobStore
+from triagebot.settings import Settings
+from triagebot.web import create_app
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "webhooks"
+SECRET = "end-to-end-secret"
+# Small enough for a 2-core CI machine: eager only, two runs per cell, short outputs.
+COMMAND = "@triagebot repro engine=transformers modes=eager runs=2 prompts=2 max_tokens=24"
+
+
+@pytest.fixture
+def service(fake_github: FakeGitHub, namespace: str,
+            tmp_path: Path) -> Iterator[dict[str, Any]]:
+    settings = make_settings(
+        namespace, github_api_url=fake_github.base_url, app_id=fake_github.app_id,
+        app_private_key=fake_github.private_key_pem, webhook_secrets=[SECRET],
+        data_dir=tmp_path / "jobs", env_cache_dir=tmp_path / "envs", run_local=True,
+        escalate=False, public_url="http://triagebot.test")
+    fake_github.add_issue(REPO, 42, "GLM-OCR: MTP slower under CUDA graphs",
+                          (ROOT / "samples" / "glm-ocr-mtp-graph.md").read_text(),
+                          author="reporter")
+    fake_github.set_permission(REPO, "maint", "write")
+    triage = Worker("triage", settings_env(settings, github=True), tmp_path / "triage.log",
+                    f"triage-{namespace}@test")
+    gpu = Worker("gpu-cpu", settings_env(settings, github=False), tmp_path / "gpu.log",
+                 f"gpu-{namespace}@test")
+    try:
+        with Uvicorn(create_app(settings)) as web:
+            yield {"settings": settings, "web": web, "triage": triage, "gpu": gpu,
+                   "store": JobStore(settings), "fake": fake_github}
+    finally:
+        triage.stop()
+        gpu.stop()
+
+
+def deliver(service: dict[str, Any], body: str = COMMAND) -> tuple[int, httpx.Response]:
+    """Post `body` as maint's comment on the fake, and deliver GitHub's webhook for it."""
+    comment_id = service["fake"].add_comment(REPO, 42, body, "maint")
+    payload = json.loads((FIXTURES / "issue_comment.created.json").read_text())
+    payload["comment"].update(id=comment_id, body=body)
+    payload["comment"]["user"]["login"] = "maint"
+    payload["sender"]["login"] = "maint"
+    payload["issue"]["number"] = 42
+    payload["repository"]["full_name"] = REPO
+    payload["installation"] = {"id": INSTALLATION_ID}
+    raw = json.dumps(payload).encode()
+    response = httpx.post(f"{service['web'].url}/webhook", content=raw, headers={
+        "X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": str(uuid.uuid4()),
+        "X-Hub-Signature-256": sign(SECRET, raw), "Content-Type": "application/json"},
+        timeout=10)
+    return comment_id, response
+
+
+def logs(service: dict[str, Any]) -> str:
+    return (f"--- triage worker ---\n{service['triage'].tail()}\n"
+            f"--- gpu worker ---\n{service['gpu'].tail()}")
+
+
+def finished_job(service: dict[str, Any], timeout: float) -> JobRecord:
+    store: JobStore = service["store"]
+
+    def published() -> JobRecord | None:
+        jobs = store.thread_jobs(REPO, 42)
+        return jobs[0] if jobs and jobs[0].published else None
+
+    job = wait_for(lambda: store.thread_jobs(REPO, 42), 30, "the job record",
+                   lambda: logs(service))[0]
+    assert isinstance(job, JobRecord)
+    found = wait_for(published, timeout, f"job {job.id} to be published",
+                     lambda: logs(service))
+    assert isinstance(found, JobRecord)
+    return found
+
+
+def bot_comments(fake: FakeGitHub) -> list[Any]:
+    return [c for c in fake.comments(REPO, 42) if c.author == "triagebot[bot]"]
+
+
+def test_comment_to_one_report(service: dict[str, Any]) -> None:
+    comment_id, response = deliver(service)
+    assert response.status_code == 202, response.text
+    job = finished_job(service, timeout=300)
+    fake: FakeGitHub = service["fake"]
+    assert job.state == "done", job.error
+    assert job.attempts == 1 and job.outcome in ("reproduced", "not_reproduced",
+                                                  "inconclusive")
+    comments = bot_comments(fake)
+    assert len(comments) == 1
+    body = comments[0].body
+    assert body.startswith(f"<!-- triagebot:v1 job={job.id} -->")
+    assert "Queued" not in body and "Running" not in body
+    assert job.headline and job.headline.split(":")[0] in body
+    assert "triagebot repro https://github.com/acme/engine/issues/42" in body
+    # Created once (the acknowledgement), then only edited: progress and the report.
+    creates = fake.calls_to("POST", r"/repos/acme/engine/issues/42/comments")
+    edits = fake.calls_to("PATCH", rf"/repos/acme/engine/issues/comments/{comments[0].id}")
+    assert len(creates) == 1 and len(edits) >= 2
+    first_edit_bodies = [c.body["body"] for c in edits]
+    assert any("Running" in b for b in first_edit_bodies[:-1])
+    assert ("triagebot[bot]", "+1") in fake.reactions(comment_id)
+    assert ("triagebot[bot]", "rocket") in fake.reactions(comment_id)
+    # The job page shows it too.
+    page = httpx.get(f"{service['web'].url}/jobs/{job.id}.json", timeout=10).json()
+    assert page["state"] == "done" and page["report"]
+
+
+def test_gpu_worker_killed_mid_cell_reruns_it_and_reports_once(
+        service: dict[str, Any], redis_client: Any) -> None:
+    store: JobStore = service["store"]
+    settings: Settings = service["settings"]
+    assert deliver(service)[1].status_code == 202
+    job = wait_for(lambda: store.thread_jobs(REPO, 42), 30, "the job record",
+                   lambda: logs(service))[0]
+    # Wait until one run is stored and the next cell is under way, then kill the pool
+    # process running it (the Celery main process stays and requeues the message).
+    wait_for(lambda: store.results(job.id) and store.require(job.id).current, 240,
+             "a first stored run", lambda: logs(service))
+    children = service["gpu"].pool_children()
+    assert children, logs(service)
+    stored_before = sum(len(v) for v in store.results(job.id).values())
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+    done = finished_job(service, timeout=300)
+    assert done.state == "done", f"{done.error}\n{logs(service)}"
+    assert done.attempts == 2
+    comments = bot_comments(service["fake"])
+    assert len(comments) == 1 and comments[0].body.startswith(
+        f"<!-- triagebot:v1 job={job.id} -->")
+    # Runs stored before the kill were kept, not run again: every cell has exactly the
+    # runs it asked for, none twice.
+    results = store.results(job.id)
+    plan = store.plan(job.id)
+    assert stored_before >= 1
+    assert set(results) == {c.cell_id for c in plan.cells}
+    for cell_results in results.values():
+        assert sum(len(r.runs) for r in cell_results) == 2
+    assert not list(redis_client.scan_iter(match=settings.key("job", job.id, "lock")))

@@ -1,0 +1,250 @@
+"""The triage executor against the fake GitHub and a real Redis (no workers running).
+
+What reaches the GPU queue is read straight from its Redis list, so "nothing ran" means
+no message was queued at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from tests.fakes.github_fixture import INSTALLATION_ID, REPO
+from tests.fakes.github_server import FakeGitHub
+from tests.fakes.redis_fixture import make_settings
+from triagebot.events import ThreadEvent, normalise
+from triagebot.github import GitHubClient
+from triagebot.jobs import JobStore
+from triagebot.settings import Settings
+from triagebot.workers import names
+from triagebot.workers.app import create_celery
+from triagebot.workers.triage import Triage
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
+ISSUE_BODY = (
+    "vLLM 0.17.1 on one H100: MTP k=1 is slower than no speculation under CUDA graphs.\n\n"
+    "```bash\nvllm serve zai-org/GLM-4.5-Air --speculative-config "
+    "'{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'\n```\n\n"
+    "| config | tok/s |\n|---|---|\n| no spec, graph | 2410 |\n| MTP k=1, graph | 1352 |\n")
+
+
+@pytest.fixture
+def env(fake_github: FakeGitHub, namespace: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    settings = make_settings(namespace, github_api_url=fake_github.base_url,
+                             app_id=fake_github.app_id,
+                             app_private_key=fake_github.private_key_pem,
+                             gpu_kinds=["cpu", "h100"], default_gpu="cpu",
+                             data_dir=tmp_path / "jobs")
+    fake_github.add_issue(REPO, 42, "MTP slower under CUDA graphs", ISSUE_BODY,
+                          author="reporter")
+    fake_github.set_permission(REPO, "maint", "write")
+    store = JobStore(settings)
+    celery = create_celery(settings)
+
+    def github(installation_id: int | None) -> GitHubClient:
+        assert installation_id == INSTALLATION_ID
+        return GitHubClient.for_installation(settings, installation_id)
+
+    yield {"settings": settings, "store": store, "triage": Triage(settings, store, celery, github),
+           "fake": fake_github}
+
+
+def comment_event(fake: FakeGitHub, body: str, *, author: str = "maint",
+                  author_type: str = "User", action: str = "created",
+                  previous: str | None = None, comment_id: int | None = None,
+                  delivery: str = "d-1") -> ThreadEvent:
+    """The event GitHub sends for a comment, which exists on the fake (as on GitHub)."""
+    if comment_id is None:
+        comment_id = fake.add_comment(REPO, 42, body, author, author_type)
+    payload = json.loads((FIXTURES / f"issue_comment.{action}.json").read_text())
+    payload["comment"]["body"] = body
+    payload["comment"]["id"] = comment_id
+    payload["comment"]["user"]["login"] = author
+    payload["comment"]["user"]["type"] = author_type
+    payload["sender"]["login"] = author
+    payload["sender"]["type"] = author_type
+    payload["issue"]["number"] = 42
+    payload["repository"]["full_name"] = REPO
+    payload["installation"] = {"id": INSTALLATION_ID}
+    if action == "edited":
+        payload["changes"] = {"body": {"from": previous or ""}}
+    event = normalise("issue_comment", payload, delivery)
+    assert event is not None
+    return event
+
+
+def queued(settings: Settings, queue: str) -> list[dict[str, Any]]:
+    client = redis.Redis.from_url(settings.redis_url)
+    raw = client.lrange(settings.celery_key_prefix + queue, 0, -1)
+    return [json.loads(m) for m in raw]
+
+
+def bot_comments(fake: FakeGitHub) -> list[Any]:
+    return [c for c in fake.comments(REPO, 42) if c.author == "triagebot[bot]"]
+
+
+def test_repro_acknowledges_once_and_queues_one_gpu_job(env: dict[str, Any]) -> None:
+    triage, fake, settings = env["triage"], env["fake"], env["settings"]
+    event = comment_event(fake, "Could you check this? @triagebot repro k=1")
+    triage.handle(event)
+    triage.handle(event)  # the same comment again (another delivery id, a retried task)
+    jobs = env["store"].thread_jobs(REPO, 42)
+    assert len(jobs) == 1 and jobs[0].state == "queued" and jobs[0].enqueued
+    assert len(queued(settings, "gpu-h100")) == 1
+    comments = bot_comments(fake)
+    assert len(comments) == 1
+    assert comments[0].body.startswith(f"<!-- triagebot:v1 job={jobs[0].id} -->")
+    assert "Queued" in comments[0].body and f"/jobs/{jobs[0].id}" in comments[0].body
+    assert event.comment is not None
+    assert ("triagebot[bot]", "+1") in fake.reactions(event.comment.id)
+
+
+def test_unauthorised_user_gets_one_polite_refusal(env: dict[str, Any]) -> None:
+    triage, fake, settings = env["triage"], env["fake"], env["settings"]
+    fake.set_permission(REPO, "drive-by", "read")
+    for _ in range(3):
+        triage.handle(comment_event(fake, "@triagebot repro", author="drive-by"))
+    assert queued(settings, "gpu-h100") == [] and queued(settings, "gpu-cpu") == []
+    assert env["store"].thread_jobs(REPO, 42) == []
+    replies = bot_comments(fake)
+    assert len(replies) == 1 and "write, maintain or admin" in replies[0].body
+
+
+def test_listed_user_may_run_and_config_errors_reach_the_invoker(env: dict[str, Any]) -> None:
+    triage, fake = env["triage"], env["fake"]
+    fake.set_permission(REPO, "friend", "read")
+    fake.set_file(REPO, ".github/triagebot.toml", '[access]\nusers = ["friend"]\n')
+    triage.handle(comment_event(fake, "@triagebot repro", author="friend"))
+    assert len(env["store"].thread_jobs(REPO, 42)) == 1
+    env["store"].redis.delete(env["settings"].key("repo-config", REPO))
+    fake.set_file(REPO, ".github/triagebot.toml", '[access]\nuserz = ["friend"]\n')
+    event = comment_event(fake, "@triagebot repro k=2", author="friend")
+    triage.handle(event)
+    reply = [c for c in bot_comments(fake) if f"reply={event.comment.id} " in c.body]
+    assert len(reply) == 1 and "not valid" in reply[0].body and "userz" in reply[0].body
+    assert len(env["store"].thread_jobs(REPO, 42)) == 1
+
+
+def test_bots_and_our_own_reports_never_trigger(env: dict[str, Any]) -> None:
+    triage, fake, settings = env["triage"], env["fake"], env["settings"]
+    triage.handle(comment_event(fake, "@triagebot repro", author="triagebot[bot]",
+                                author_type="Bot"))
+    triage.handle(comment_event(fake, "@triagebot repro", author="other-ci",
+                                author_type="Bot"))
+    # The only comment by our login is the one planted above; nothing answered it.
+    assert [c.body for c in bot_comments(fake)] == ["@triagebot repro"]
+    assert queued(settings, "gpu-h100") == []
+    assert fake.calls_to("POST", r".*/reactions") == []
+
+
+def test_edits_run_only_new_commands(env: dict[str, Any]) -> None:
+    triage, store, fake = env["triage"], env["store"], env["fake"]
+    triage.handle(comment_event(fake, "@triagebot repro k=1"))
+    triage.handle(comment_event(fake, "@triagebot repro k=1\n\nthanks", action="edited",
+                                previous="@triagebot repro k=1"))
+    assert len(store.thread_jobs(REPO, 42)) == 1
+    triage.handle(comment_event(fake, "@triagebot repro k=1\n@triagebot repro k=2",
+                                action="edited", previous="@triagebot repro k=1"))
+    assert len(store.thread_jobs(REPO, 42)) == 2
+
+
+def test_help_status_cancel_and_errors_in_one_reply(env: dict[str, Any]) -> None:
+    triage, fake, store, settings = env["triage"], env["fake"], env["store"], env["settings"]
+    triage.handle(comment_event(fake, "@triagebot repro"))
+    job = store.thread_jobs(REPO, 42)[0]
+    event = comment_event(fake, "@triagebot status\n@triagebot repro colour=blue\n"
+                          "@triagebot cancel\n@triagebot help")
+    triage.handle(event)
+    reply = [c for c in bot_comments(fake) if f"reply={event.comment.id} " in c.body]
+    assert len(reply) == 1
+    body = reply[0].body
+    assert job.id in body and "colour" in body and "engine" in body
+    assert "Cancelling" in body and "repro" in body
+    assert store.require(job.id).state == "cancelled"
+    # The cancelled job's comment is published by the triage queue.
+    assert any(m["headers"]["task"] == names.PUBLISH for m in queued(settings, "triage"))
+
+
+def test_refused_plans_explain_themselves(env: dict[str, Any]) -> None:
+    triage, fake, store = env["triage"], env["fake"], env["store"]
+    fake.set_file(REPO, ".github/triagebot.toml", '[models]\nallow = ["Qwen/*"]\n')
+    one = comment_event(fake, "@triagebot repro")
+    two = comment_event(fake, "@triagebot repro gpu=b200 model=Qwen/Qwen3-8B")
+    triage.handle(one)
+    triage.handle(two)
+    replies = {c.body.splitlines()[0]: c.body for c in bot_comments(fake)}
+    first = next(b for m, b in replies.items() if f"reply={one.comment.id} " in m)
+    second = next(b for m, b in replies.items() if f"reply={two.comment.id} " in m)
+    assert "allowlist" in first and "zai-org/GLM-4.5-Air" in first
+    assert "b200" in second and "cpu, h100" in second
+    assert store.thread_jobs(REPO, 42) == []
+
+
+def test_busy_thread_points_at_the_live_job(env: dict[str, Any]) -> None:
+    triage, fake, store = env["triage"], env["fake"], env["store"]
+    triage.handle(comment_event(fake, "@triagebot repro"))
+    second = comment_event(fake, "@triagebot repro")
+    triage.handle(second)
+    live = store.thread_jobs(REPO, 42)
+    assert len(live) == 1
+    reply = next(c for c in bot_comments(fake) if f"reply={second.comment.id} " in c.body)
+    assert live[0].id in reply.body and "already queued" in reply.body
+
+
+def test_publish_edits_the_same_comment_and_sets_labels(env: dict[str, Any]) -> None:
+    triage, fake, store = env["triage"], env["fake"], env["store"]
+    fake.set_file(REPO, ".github/triagebot.toml",
+                  '[labels]\nreproduced = "repro: confirmed"\n')
+    event = comment_event(fake, "@triagebot repro")
+    triage.handle(event)
+    job = store.thread_jobs(REPO, 42)[0]
+    store.move(job.id, "running")
+    store.set(job.id, runs_done=3, runs_planned=10, eta_s=120.0, current="mtp k=1 @ graph")
+    triage.progress(job.id)
+    store.save_report(job.id, "{}", "## Reproduced\n\nMTP is 0.56x under graphs.")
+    store.move(job.id, "done", outcome="reproduced")
+    triage.publish(job.id)
+    triage.publish(job.id)
+    triage.progress(job.id)  # late progress after the report changes nothing
+    ours = bot_comments(fake)
+    assert len(ours) == 1 and "Reproduced" in ours[0].body and "Running" not in ours[0].body
+    assert len(fake.calls_to("POST", r"/repos/acme/engine/issues/42/comments")) == 1
+    assert len(fake.calls_to("PATCH", r"/repos/acme/engine/issues/comments/\d+")) == 2
+    assert fake.labels(REPO, 42) == ["repro: confirmed"]
+    assert ("triagebot[bot]", "rocket") in fake.reactions(event.comment.id)
+
+
+def test_deleted_report_comment_is_recreated_once(env: dict[str, Any]) -> None:
+    triage, fake, store = env["triage"], env["fake"], env["store"]
+    triage.handle(comment_event(fake, "@triagebot repro"))
+    job = store.thread_jobs(REPO, 42)[0]
+    fake.delete_comment(bot_comments(fake)[0].id)
+    store.move(job.id, "running")
+    store.move(job.id, "failed", error="the runner lost its GPU")
+    triage.publish(job.id)
+    ours = bot_comments(fake)
+    assert len(ours) == 1 and "could not finish" in ours[0].body
+
+
+def test_auto_triage_on_a_configured_label(env: dict[str, Any]) -> None:
+    triage, fake, store, settings = env["triage"], env["fake"], env["store"], env["settings"]
+    fake.set_file(REPO, ".github/triagebot.toml",
+                  '[triage]\nlabels = ["spec-decode"]\nrun = true\n')
+    payload = json.loads((FIXTURES / "issues.labeled.json").read_text())
+    payload["issue"]["number"] = 42
+    payload["repository"]["full_name"] = REPO
+    payload["installation"] = {"id": INSTALLATION_ID}
+    payload["label"]["name"] = "spec-decode"
+    payload["sender"]["login"] = "maint"
+    event = normalise("issues", payload, "d-label")
+    assert event is not None
+    triage.handle(event)
+    summary = [c for c in bot_comments(fake) if "triage=42" in c.body]
+    assert len(summary) == 1 and "GLM-4.5-Air" in summary[0].body
+    assert len(store.thread_jobs(REPO, 42)) == 1
+    assert len(queued(settings, "gpu-h100")) == 1

@@ -1,0 +1,471 @@
+"""Job records in Redis: identity, the state machine, locks with heartbeats, stored results.
+
+A job is one `@triagebot repro` (or one auto-triage run) on one thread. Its id is a hash of
+where it came from and what it asks, so a redelivered webhook or a duplicate task maps to
+the same record. Only one job per (thread, plan) is active at a time. The record moves
+
+    queued -> running -> done | failed | cancelled      (queued -> cancelled | failed too)
+
+and every move is checked here, atomically, so two workers cannot both finish a job. A
+worker holds the job's lock while it runs it; the lock carries a fencing token, results
+are written only under the current token, and a heartbeat keeps it alive.
+
+Every key lives under the settings' namespace and has a TTL: nothing grows without bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+import redis
+from pydantic import BaseModel, ConfigDict, Field
+
+from triagebot.model import Plan, ReproRequest, RunResult
+from triagebot.settings import Settings
+
+JobState = Literal["queued", "running", "done", "failed", "cancelled"]
+STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed", "cancelled")
+TERMINAL: frozenset[str] = frozenset({"done", "failed", "cancelled"})
+_MOVES: dict[str, frozenset[str]] = {
+    "queued": frozenset({"running", "cancelled", "failed"}),
+    # running -> queued: the worker lost the job (crash, shutdown) and it waits for a retry.
+    "running": frozenset({"done", "failed", "cancelled", "queued"}),
+}
+# Buckets of the cell-duration histogram, in seconds.
+CELL_BUCKETS: tuple[float, ...] = (5, 15, 30, 60, 120, 300, 600, 1200, 2400, 3600)
+
+
+class JobError(Exception):
+    """A move the state machine does not allow, or a job that does not exist."""
+
+
+def job_id(repo: str, number: int, trigger: str, command: str) -> str:
+    """Stable id: the same comment asking the same thing is the same job.
+
+    `trigger` names what started it (a comment id, or `issue-opened`), `command` is the
+    normalised command text, so spacing and key order do not make a second job.
+    """
+    text = "\x1f".join((repo.lower(), str(number), trigger, command))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+class JobRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    repo: str
+    number: int
+    installation_id: int | None = None
+    is_pr: bool = False
+    title: str = ""
+    trigger: str
+    requester: str
+    command: str
+    plan_hash: str
+    gpu_kind: str
+    state: JobState = "queued"
+    attempts: int = 0
+    created_at: float = Field(default_factory=time.time)
+    started_at: float | None = None
+    finished_at: float | None = None
+    updated_at: float = Field(default_factory=time.time)
+    heartbeat_at: float | None = None
+    cancel_requested: bool = False
+    cancelled_by: str | None = None
+    worker: str | None = None
+    # The sticky report comment on the thread, once created.
+    comment_id: int | None = None
+    # The run task has been sent to its GPU queue (a crash before that is repaired by a
+    # redelivered event).
+    enqueued: bool = False
+    progress_posted_at: float | None = None
+    published: bool = False
+    cells: int = 0
+    runs_done: int = 0
+    runs_planned: int = 0
+    eta_s: float | None = None
+    current: str = ""
+    outcome: str | None = None
+    headline: str | None = None
+    error: str | None = None
+    gpu_seconds: float = 0.0
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    @property
+    def thread(self) -> str:
+        return f"{self.repo}#{self.number}"
+
+
+class Created(BaseModel):
+    """What `JobStore.create` did: made it, found the same job, or found another one active."""
+
+    status: Literal["created", "duplicate", "busy"]
+    job: JobRecord
+
+
+# Creation is one script so that a storm of duplicate deliveries makes exactly one job and
+# at most one job per (thread, plan) is active, whatever the interleaving.
+_CREATE = """
+local job_key, active_key, thread_key, state_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local record, id, ttl, now = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local prefix = ARGV[5]
+local existing = redis.call('GET', job_key)
+if existing then return {'duplicate', existing} end
+local other = redis.call('GET', active_key)
+if other and other ~= id then
+  local other_record = redis.call('GET', prefix .. other)
+  if other_record then
+    local state = cjson.decode(other_record)['state']
+    if state == 'queued' or state == 'running' then return {'busy', other_record} end
+  end
+end
+redis.call('SET', job_key, record, 'EX', ttl)
+redis.call('SET', active_key, id, 'EX', ttl)
+redis.call('ZADD', thread_key, now, id)
+redis.call('EXPIRE', thread_key, ttl)
+redis.call('SADD', state_key, id)
+return {'created', record}
+"""
+
+_REFRESH = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+_PUT_IF_OWNER = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1
+"""
+
+
+def connect(settings: Settings) -> redis.Redis:
+    """A client for the service's Redis; it connects on first use, not here."""
+    return redis.Redis.from_url(settings.redis_url, socket_timeout=5,
+                                socket_connect_timeout=2, health_check_interval=30)
+
+
+class JobStore:
+    """Every job read and write goes through here."""
+
+    def __init__(self, settings: Settings, client: redis.Redis | None = None) -> None:
+        self.settings = settings
+        self.redis = client if client is not None else connect(settings)
+        self._create = self.redis.register_script(_CREATE)
+        self._refresh = self.redis.register_script(_REFRESH)
+        self._release = self.redis.register_script(_RELEASE)
+        self._put_if_owner = self.redis.register_script(_PUT_IF_OWNER)
+
+    # --- keys ----------------------------------------------------------------------------
+    def _k(self, *parts: str) -> str:
+        return self.settings.key(*parts)
+
+    def _job(self, id_: str, *part: str) -> str:
+        return self._k("job", id_, *part)
+
+    def _active(self, repo: str, number: int, plan_hash: str) -> str:
+        return self._k("active", f"{repo.lower()}#{number}", plan_hash)
+
+    def _thread(self, repo: str, number: int) -> str:
+        return self._k("thread", f"{repo.lower()}#{number}")
+
+    # --- records -------------------------------------------------------------------------
+    def create(self, record: JobRecord, plan: Plan, request: ReproRequest | None) -> Created:
+        """Store a new queued job with its plan, unless it exists or its thread is busy."""
+        ttl = self.settings.job_ttl_s
+        pipe = self.redis.pipeline()
+        # The plan and request go first: a worker that sees the record must find them.
+        pipe.set(self._job(record.id, "plan"), plan.model_dump_json(), ex=ttl)
+        if request is not None:
+            pipe.set(self._job(record.id, "request"), request.model_dump_json(), ex=ttl)
+        pipe.execute()
+        status, raw = self._create(
+            keys=[self._job(record.id), self._active(record.repo, record.number,
+                                                     record.plan_hash),
+                  self._thread(record.repo, record.number), self._k("state", "queued")],
+            args=[record.model_dump_json(), record.id, ttl, time.time(),
+                  self._k("job", "")])
+        return Created(status=_text(status), job=JobRecord.model_validate_json(raw))
+
+    def get(self, id_: str) -> JobRecord | None:
+        raw = self.redis.get(self._job(id_))
+        return JobRecord.model_validate_json(raw) if raw is not None else None
+
+    def require(self, id_: str) -> JobRecord:
+        record = self.get(id_)
+        if record is None:
+            raise JobError(f"job {id_} does not exist (or has expired)")
+        return record
+
+    def plan(self, id_: str) -> Plan:
+        raw = self.redis.get(self._job(id_, "plan"))
+        if raw is None:
+            raise JobError(f"job {id_} has no stored plan")
+        return Plan.model_validate_json(raw)
+
+    def request(self, id_: str) -> ReproRequest | None:
+        raw = self.redis.get(self._job(id_, "request"))
+        return ReproRequest.model_validate_json(raw) if raw is not None else None
+
+    def update(self, id_: str, change: Callable[[JobRecord], JobRecord | None]) -> JobRecord:
+        """Apply `change` atomically (optimistic: retried if someone else wrote meanwhile).
+
+        `change` returns the new record, or None to leave it as it is.
+        """
+        key = self._job(id_)
+        while True:
+            with self.redis.pipeline() as pipe:
+                try:
+                    pipe.watch(key)
+                    raw = pipe.get(key)
+                    if raw is None:
+                        raise JobError(f"job {id_} does not exist (or has expired)")
+                    old = JobRecord.model_validate_json(raw)
+                    new = change(old.model_copy(deep=True))
+                    if new is None:
+                        pipe.unwatch()
+                        return old
+                    new.updated_at = time.time()
+                    pipe.multi()
+                    pipe.set(key, new.model_dump_json(), keepttl=True)
+                    if new.state != old.state:
+                        # Live jobs are sets (bounded by what runs); finished ones only
+                        # counted, so nothing outlives the records' TTL.
+                        pipe.srem(self._k("state", old.state), id_)
+                        if new.state in TERMINAL:
+                            pipe.incr(self._k("finished", new.state))
+                            self._release_active(pipe, new)
+                        else:
+                            pipe.sadd(self._k("state", new.state), id_)
+                    pipe.execute()
+                    return new
+                except redis.WatchError:
+                    continue
+
+    def _release_active(self, pipe: Any, record: JobRecord) -> None:
+        # Only our own entry: a newer job on the thread may hold the key by now.
+        key = self._active(record.repo, record.number, record.plan_hash)
+        current = self.redis.get(key)
+        if current is not None and _text(current) == record.id:
+            pipe.delete(key)
+
+    def move(self, id_: str, to: JobState, **fields: Any) -> JobRecord:
+        """Change state, checking the move is allowed; other fields are set alongside."""
+
+        def change(record: JobRecord) -> JobRecord:
+            if to != record.state and to not in _MOVES.get(record.state, frozenset()):
+                raise JobError(f"job {id_} cannot go from {record.state} to {to}")
+            now = time.time()
+            update: dict[str, Any] = {"state": to, **fields}
+            if to == "running" and record.started_at is None:
+                update["started_at"] = now
+            if to in TERMINAL:
+                update["finished_at"] = now
+            return record.model_copy(update=update)
+
+        return self.update(id_, change)
+
+    def set(self, id_: str, **fields: Any) -> JobRecord:
+        return self.update(id_, lambda r: r.model_copy(update=fields))
+
+    def request_cancel(self, id_: str, by: str) -> JobRecord:
+        """Queued jobs are cancelled now; running ones when their worker next looks."""
+
+        def change(record: JobRecord) -> JobRecord | None:
+            if record.terminal:
+                return None
+            update: dict[str, Any] = {"cancel_requested": True, "cancelled_by": by}
+            if record.state == "queued":
+                update.update(state="cancelled", finished_at=time.time())
+            return record.model_copy(update=update)
+
+        return self.update(id_, change)
+
+    def thread_jobs(self, repo: str, number: int, limit: int = 20) -> list[JobRecord]:
+        """The thread's jobs, newest first."""
+        ids = self.redis.zrevrange(self._thread(repo, number), 0, limit - 1)
+        records = [self.get(_text(i)) for i in ids]
+        return [r for r in records if r is not None]
+
+    def count_by_state(self) -> dict[str, int]:
+        """Live jobs by state, and jobs finished in each terminal state so far."""
+        pipe = self.redis.pipeline()
+        for state in STATES:
+            if state in TERMINAL:
+                pipe.get(self._k("finished", state))
+            else:
+                pipe.scard(self._k("state", state))
+        return {state: int(value or 0)
+                for state, value in zip(STATES, pipe.execute(), strict=True)}
+
+    def queued_ahead(self, record: JobRecord) -> int:
+        """Jobs for the same GPU kind created before this one and not started yet."""
+        ids = [_text(i) for i in self.redis.smembers(self._k("state", "queued"))]
+        ahead = 0
+        for other in filter(None, (self.get(i) for i in ids)):
+            if (other.gpu_kind == record.gpu_kind and other.id != record.id
+                    and other.created_at < record.created_at):
+                ahead += 1
+        return ahead
+
+    # --- the lock a worker holds while it runs a job ----------------------------------------
+    def acquire(self, id_: str) -> str | None:
+        """A fencing token when the job is free, None when a live worker holds it."""
+        fence = self.redis.incr(self._job(id_, "fence"))
+        self.redis.expire(self._job(id_, "fence"), self.settings.job_ttl_s)
+        token = f"{fence}:{uuid.uuid4().hex}"
+        ttl_ms = int(self.settings.lock_ttl_s * 1000)
+        if self.redis.set(self._job(id_, "lock"), token, nx=True, px=ttl_ms):
+            return token
+        return None
+
+    def refresh(self, id_: str, token: str) -> bool:
+        ttl_ms = int(self.settings.lock_ttl_s * 1000)
+        return bool(self._refresh(keys=[self._job(id_, "lock")], args=[token, ttl_ms]))
+
+    def release(self, id_: str, token: str) -> None:
+        self._release(keys=[self._job(id_, "lock")], args=[token])
+
+    def lock_ttl(self, id_: str) -> float:
+        """Seconds until the current lock expires (0 when nobody holds it)."""
+        ms = self.redis.pttl(self._job(id_, "lock"))
+        return max(0.0, ms / 1000) if ms and ms > 0 else 0.0
+
+    @contextmanager
+    def heartbeat(self, id_: str, token: str) -> Iterator[threading.Event]:
+        """Keep the lock alive from a thread; the event is set if the lock is lost."""
+        lost = threading.Event()
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(self.settings.heartbeat_s):
+                try:
+                    if not self.refresh(id_, token):
+                        lost.set()
+                        return
+                    self.set(id_, heartbeat_at=time.time())
+                except (redis.RedisError, JobError):
+                    # A blip: the lock outlives a few missed beats; give up only when it is
+                    # really gone, which the next successful refresh reports.
+                    continue
+
+        thread = threading.Thread(target=beat, name=f"heartbeat-{id_}", daemon=True)
+        thread.start()
+        try:
+            yield lost
+        finally:
+            done.set()
+            thread.join(timeout=5)
+
+    # --- results, findings and the report ---------------------------------------------------
+    def put_result(self, id_: str, token: str, cell_id: str, round_: int,
+                   result: RunResult) -> bool:
+        """Keep a finished run, only while `token` still owns the job."""
+        return bool(self._put_if_owner(
+            keys=[self._job(id_, "lock"), self._job(id_, "results")],
+            args=[token, f"{cell_id}-r{round_}", result.model_dump_json(),
+                  self.settings.job_ttl_s]))
+
+    def get_result(self, id_: str, cell_id: str, round_: int) -> RunResult | None:
+        raw = self.redis.hget(self._job(id_, "results"), f"{cell_id}-r{round_}")
+        return RunResult.model_validate_json(raw) if raw is not None else None
+
+    def results(self, id_: str) -> dict[str, list[RunResult]]:
+        out: dict[str, list[RunResult]] = {}
+        stored = self.redis.hgetall(self._job(id_, "results"))
+        for field in sorted(stored, key=lambda f: _slot_order(_text(f))):
+            cell_id = _text(field).split("-r")[0]
+            out.setdefault(cell_id, []).append(RunResult.model_validate_json(stored[field]))
+        return out
+
+    def save_report(self, id_: str, findings_json: str, report: str) -> None:
+        ttl = self.settings.job_ttl_s
+        pipe = self.redis.pipeline()
+        pipe.set(self._job(id_, "findings"), findings_json, ex=ttl)
+        pipe.set(self._job(id_, "report"), report, ex=ttl)
+        pipe.execute()
+
+    def report(self, id_: str) -> str | None:
+        raw = self.redis.get(self._job(id_, "report"))
+        return _text(raw) if raw is not None else None
+
+    def findings(self, id_: str) -> dict[str, Any] | None:
+        raw = self.redis.get(self._job(id_, "findings"))
+        return json.loads(raw) if raw is not None else None
+
+    # --- budgets ---------------------------------------------------------------------------
+    def add_gpu_seconds(self, repo: str, seconds: float, day: str | None = None) -> float:
+        """Add to the repo's GPU time today (UTC); returns the day's total in seconds."""
+        key = self._k("gpu-seconds", repo.lower(), day or _utc_day())
+        total = float(self.redis.incrbyfloat(key, seconds))
+        self.redis.expire(key, 3 * 24 * 3600)
+        return total
+
+    def gpu_seconds_today(self, repo: str, day: str | None = None) -> float:
+        raw = self.redis.get(self._k("gpu-seconds", repo.lower(), day or _utc_day()))
+        return float(raw) if raw is not None else 0.0
+
+    # --- what /metrics and /readyz read ------------------------------------------------------
+    def worker_alive(self, name: str, ttl_s: int) -> None:
+        self.redis.set(self._k("worker", name), str(time.time()), ex=ttl_s)
+
+    def workers(self) -> dict[str, float]:
+        """Live workers and the age of their last heartbeat, in seconds."""
+        now = time.time()
+        out: dict[str, float] = {}
+        for key in self.redis.scan_iter(match=self._k("worker", "*"), count=200):
+            raw = self.redis.get(key)
+            if raw is not None:
+                out[_text(key).rsplit(":", 1)[-1]] = max(0.0, now - float(raw))
+        return out
+
+    def observe_cell(self, seconds: float) -> None:
+        key = self._k("metrics", "cell-seconds")
+        bucket = next((str(b) for b in CELL_BUCKETS if seconds <= b), "+Inf")
+        pipe = self.redis.pipeline()
+        pipe.hincrby(key, bucket, 1)
+        pipe.hincrbyfloat(key, "sum", seconds)
+        pipe.hincrby(key, "count", 1)
+        pipe.execute()
+
+    def cell_histogram(self) -> tuple[dict[str, int], float, int]:
+        """Per-bucket (not cumulative) counts, the sum and the count of cell durations."""
+        raw = {_text(k): _text(v) for k, v in
+               self.redis.hgetall(self._k("metrics", "cell-seconds")).items()}
+        buckets = {k: int(v) for k, v in raw.items() if k not in ("sum", "count")}
+        return buckets, float(raw.get("sum", 0)), int(raw.get("count", 0))
+
+    def queue_depth(self, queue: str) -> int:
+        # Kombu's Redis transport keeps a queue as a list named after it, under its prefix.
+        return int(self.redis.llen(self.settings.celery_key_prefix + queue))
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _slot_order(field: str) -> tuple[str, int]:
+    cell, _, round_ = field.partition("-r")
+    return cell, int(round_) if round_.isdigit() else 0
+
+
+def _utc_day() -> str:
+    return time.strftime("%Y%m%d", time.gmtime())

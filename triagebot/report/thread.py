@@ -1,0 +1,166 @@
+"""The bot's other words on a thread: acknowledgements, progress, refusals, errors, status.
+
+Pure functions from records to markdown. Anything that came from a user (logins aside,
+which GitHub validates) goes through `inline`/`code_span`, so it can neither mention
+people nor break out of the markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from triagebot.jobs import JobRecord
+from triagebot.model import Plan, ReproRequest
+from triagebot.report.markdown import code_span, inline
+
+_STATE_ICON = {"queued": "⏳", "running": "🏃", "done": "✅", "failed": "❌", "cancelled": "🚫"}
+# Fields a reproduction cannot do without; the summary asks for the ones a report lacks.
+_NEEDED = ("engine", "engine_version", "models", "spec_method", "modes_compared", "gpu")
+_FIELD_WORDS = {
+    "engine": "engine", "engine_version": "engine version", "models": "model",
+    "draft_models": "draft model", "spec_method": "speculative method",
+    "num_speculative_tokens": "speculative tokens (k)", "modes_compared": "modes compared",
+    "gpu": "GPU", "tensor_parallel_size": "tensor parallel size", "modality": "modality",
+    "symptom": "symptom", "temperature": "temperature", "max_tokens": "max tokens",
+    "concurrency": "concurrency",
+}
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    seconds = max(0, int(seconds))
+    if seconds < 90:
+        return f"{seconds} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _job_line(job: JobRecord, url: str) -> str:
+    return f"Job [`{job.id}`]({url}) · requested by @{job.requester} · {code_span(job.command)}"
+
+
+def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, url: str,
+                    notes: Sequence[str] = ()) -> str:
+    lines = [
+        f"⏳ **Queued** a reproduction: {len(plan.cells)} cells on `{plan.engine}` "
+        f"{inline(plan.engine_version or 'latest')}, GPU `{plan.gpu_kind}`, "
+        f"about {duration(plan.estimated_seconds)} of GPU time.",
+        "",
+        _job_line(job, url),
+        "",
+        f"{queued_ahead} job(s) ahead of it for `{plan.gpu_kind}`. This comment is edited "
+        "as the job runs and ends as the report.",
+    ]
+    lines += [f"- {inline(note)}" for note in notes]
+    return "\n".join(lines)
+
+
+def progress(job: JobRecord, url: str) -> str:
+    share = f"{job.runs_done}/{job.runs_planned} runs" if job.runs_planned else "starting"
+    lines = [
+        f"🏃 **Running**: {share}; about {duration(job.eta_s)} left.",
+        "",
+        _job_line(job, url),
+    ]
+    if job.current:
+        lines += ["", f"Now: {inline(job.current, 200)}"]
+    return "\n".join(lines)
+
+
+def final(job: JobRecord, report: str | None, url: str) -> str:
+    footer = f"\n\n---\n{_job_line(job, url)}"
+    if job.state == "done" and report:
+        return report.rstrip() + footer
+    if job.state == "cancelled":
+        who = f" by @{job.cancelled_by}" if job.cancelled_by else ""
+        return f"🚫 **Cancelled**{who}; nothing more will run for this job.{footer}"
+    reason = inline(job.error or "the job failed without saying why", 1500)
+    return (f"❌ **The reproduction could not finish**: {reason}\n\n"
+            f"Results gathered before the failure are kept on the job page.{footer}")
+
+
+def refusal(login: str, command_name: str) -> str:
+    return (f"@{login} thanks for the request. Starting GPU work needs write, maintain or "
+            f"admin permission on this repository (or being listed in "
+            f"`.github/triagebot.toml`), so nothing was run. A maintainer can ask with "
+            f"`@{command_name} repro`.")
+
+
+def config_error(problems: Sequence[str]) -> str:
+    items = "\n".join(f"- {inline(p, 400)}" for p in problems[:20])
+    return ("`.github/triagebot.toml` in this repository is not valid, so nothing was run:"
+            f"\n\n{items}")
+
+
+def command_errors(messages: Sequence[str]) -> str:
+    return "\n".join(f"- {inline(m, 800)}" for m in messages)
+
+
+def busy(other: JobRecord, url: str) -> str:
+    return (f"The same reproduction is already {other.state} on this thread: "
+            f"[`{other.id}`]({url}). Use `cancel` first to start it again.")
+
+
+def plan_refused(message: str) -> str:
+    return f"This report cannot be planned as asked: {inline(message, 1500)}"
+
+
+def status(jobs: Sequence[JobRecord], url_for: dict[str, str]) -> str:
+    if not jobs:
+        return "No reproduction has been requested on this thread yet."
+    rows = ["| job | state | runs | requested by | command |", "|---|---|---|---|---|"]
+    for job in jobs:
+        runs = f"{job.runs_done}/{job.runs_planned}" if job.runs_planned else "–"
+        icon = _STATE_ICON.get(job.state, "")
+        rows.append(f"| [`{job.id}`]({url_for[job.id]}) | {icon} {job.state} | {runs} | "
+                    f"@{job.requester} | {code_span(job.command, 120)} |")
+    return "\n".join(rows)
+
+
+def cancelled_jobs(jobs: Sequence[JobRecord]) -> str:
+    if not jobs:
+        return "There is no queued or running job on this thread to cancel."
+    ids = ", ".join(f"`{j.id}`" for j in jobs)
+    return f"Cancelling {ids}."
+
+
+def reply(login: str, sections: Sequence[str]) -> str:
+    """One consolidated answer to one comment, however many commands it held."""
+    return f"@{login}\n\n" + "\n\n".join(sections)
+
+
+def triage_summary(request: ReproRequest, *, command_name: str, will_run: bool,
+                   is_pr: bool, head_sha: str | None) -> str:
+    found: list[str] = []
+    for field, words in _FIELD_WORDS.items():
+        value = getattr(request, field, None)
+        if value in (None, [], ""):
+            continue
+        text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        found.append(f"| {words} | {code_span(text, 160)} |")
+    missing = [_FIELD_WORDS[f] for f in _NEEDED
+               if getattr(request, f, None) in (None, [], "")]
+    lines = ["🔎 **What triagebot read from this " + ("pull request" if is_pr else "issue")
+             + "**", ""]
+    if not request.in_scope:
+        lines.append("It does not look like a speculative-decoding or CUDA-graph performance "
+                     "report, so no reproduction is planned.")
+        return "\n".join(lines)
+    if found:
+        lines += ["| field | value |", "|---|---|", *found, ""]
+    if missing:
+        lines.append("To reproduce it, please add: " + ", ".join(missing)
+                     + " (a `vllm serve` / `LLM(...)` command line and `collect_env` output "
+                       "carry most of them).")
+    if is_pr:
+        head = f" (`{head_sha[:12]}`)" if head_sha else ""
+        lines.append(f"PR head commits{head} have no prebuilt wheel, so a reproduction runs "
+                     f"the released versions a maintainer names, e.g. "
+                     f"`@{command_name} repro version=0.17.1`.")
+    if will_run:
+        lines.append("A reproduction has been queued; its report follows in its own comment.")
+    else:
+        lines.append(f"A maintainer can start a reproduction with `@{command_name} repro`.")
+    return "\n".join(lines)

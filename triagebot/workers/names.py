@@ -1,0 +1,11 @@
+"""Task names and queues, shared by the ingress (which only sends) and the workers."""
+
+from __future__ import annotations
+
+HANDLE_EVENT = "triagebot.handle_event"  # triage queue: a normalised webhook event
+RUN_JOB = "triagebot.run_job"  # gpu-<kind> queue: run a job's plan
+PROGRESS = "triagebot.progress"  # triage queue: edit the job's comment with progress
+PUBLISH = "triagebot.publish"  # triage queue: post the final report, labels, reaction
+CANARY = "triagebot.canary"  # any queue: proves a worker consumes end to end
+
+TRIAGE_QUEUE = "triage"

@@ -1,0 +1,75 @@
+"""Starting a worker: which queues, how many processes, and the heartbeat `/readyz` reads."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import threading
+
+import redis
+from celery.utils.nodenames import host_format
+
+from triagebot.jobs import JobStore
+from triagebot.settings import Settings
+from triagebot.workers import names
+from triagebot.workers.app import create_celery
+
+_QUEUE = re.compile(r"^(triage|gpu-[a-z0-9][a-z0-9-]{0,31})$")
+
+
+class WorkerError(ValueError):
+    """The worker was asked for something it cannot serve."""
+
+
+def check_queues(settings: Settings, queues: list[str]) -> list[str]:
+    if not queues:
+        raise WorkerError("name at least one queue: triage or gpu-<kind>")
+    valid = [names.TRIAGE_QUEUE, *(settings.queue_for(k) for k in settings.gpu_kinds)]
+    for queue in queues:
+        if not _QUEUE.fullmatch(queue) or queue not in valid:
+            raise WorkerError(f"unknown queue {queue!r}; this deployment has: "
+                              f"{', '.join(valid)} (TRIAGEBOT_GPU_KINDS sets the GPU kinds)")
+    return queues
+
+
+def worker_argv(settings: Settings, queues: list[str], name: str | None,
+                concurrency: int | None, loglevel: str) -> list[str]:
+    """Celery's worker arguments. A GPU queue means one process and a fresh one per job:
+    the GPU is used by one job at a time and nothing of a job survives into the next."""
+    gpu = any(q.startswith("gpu-") for q in check_queues(settings, queues))
+    argv = ["worker", "-Q", ",".join(queues), "-n",
+            name or f"{'+'.join(queues)}@{socket.gethostname()}", "--loglevel", loglevel,
+            "--without-gossip", "--without-mingle"]
+    if gpu:
+        argv += ["-c", "1", "--max-tasks-per-child", "1"]
+    else:
+        argv += ["-c", str(concurrency or 2), "--max-tasks-per-child", "1000"]
+    return argv
+
+
+def run_worker(settings: Settings, queues: list[str], *, name: str | None = None,
+               concurrency: int | None = None, loglevel: str = "info") -> None:
+    argv = worker_argv(settings, queues, name, concurrency, loglevel)
+    app = create_celery(settings)
+    stop = threading.Event()
+    label = host_format(argv[argv.index("-n") + 1])
+    thread = threading.Thread(target=_heartbeat, args=(settings, label, stop),
+                              name="worker-heartbeat", daemon=True)
+    thread.start()
+    try:
+        app.worker_main(argv)
+    finally:
+        stop.set()
+
+
+def _heartbeat(settings: Settings, name: str, stop: threading.Event) -> None:
+    store = JobStore(settings)
+    ttl = max(2, settings.worker_heartbeat_max_age_s)
+    interval = max(0.5, min(settings.heartbeat_s, ttl / 3))
+    while True:
+        # Redis away: readiness shows it; keep trying.
+        with contextlib.suppress(redis.RedisError):
+            store.worker_alive(name.replace(":", "_"), ttl)
+        if stop.wait(interval):
+            return

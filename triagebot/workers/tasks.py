@@ -1,0 +1,104 @@
+"""Thin Celery tasks over the triage executor and the job runner, with their retry policy.
+
+Tasks take only ids and plain JSON. Retries are for transient failures only (GitHub 5xx or
+rate limits beyond what the client waits out, Redis connection errors), with backoff,
+jitter and a cap; anything else is logged and the job is marked failed where there is one.
+A GPU worker lost mid-job (SIGKILL, OOM kill) gets its message back through
+`reject_on_worker_lost`; the attempts counter in the job record bounds that loop.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import cache
+from typing import Any
+
+import redis
+from celery import Celery, Task
+
+from triagebot.events import ThreadEvent
+from triagebot.github import GitHubClient, GitHubError
+from triagebot.jobs import JobStore
+from triagebot.settings import Settings
+from triagebot.workers import names
+from triagebot.workers.runner import JobRunner
+from triagebot.workers.triage import CommentBusy, Triage
+
+log = logging.getLogger(__name__)
+
+_TRANSIENT = (GitHubError, redis.ConnectionError, redis.TimeoutError)
+_RETRY: dict[str, Any] = {"retry_backoff": True, "retry_backoff_max": 600,
+                          "retry_jitter": True, "max_retries": 8}
+
+
+def register(app: Celery) -> None:
+    """Add the tasks to `app`; the settings are the ones its factory was given."""
+    settings: Settings = app.conf.triagebot_settings
+
+    @cache
+    def store() -> JobStore:
+        return JobStore(settings)
+
+    @cache
+    def github(installation_id: int | None) -> GitHubClient:
+        # One client per installation and process: it refreshes its own token, so a busy
+        # triage worker does not mint a token per event.
+        if installation_id is None:
+            raise GitHubError("the event carries no installation id", status=None,
+                              transient=False)
+        return GitHubClient.for_installation(settings, installation_id)
+
+    def triage() -> Triage:
+        return Triage(settings, store(), app, github)
+
+    def _transient(task: Task, exc: Exception) -> None:
+        """Retry what may pass; give up loudly on what will not."""
+        if isinstance(exc, GitHubError) and not exc.transient:
+            log.error("%s: GitHub refused: %s", task.name, exc)
+            return
+        raise task.retry(exc=exc, countdown=min(600, 2 ** task.request.retries * 5))
+
+    @app.task(name=names.HANDLE_EVENT, bind=True, acks_late=True, **_RETRY)
+    def handle_event(self: Task, payload: dict[str, Any]) -> None:
+        event = ThreadEvent.model_validate(payload)
+        try:
+            triage().handle(event)
+        except _TRANSIENT as exc:
+            _transient(self, exc)
+
+    @app.task(name=names.PROGRESS, bind=True, acks_late=True, max_retries=3)
+    def progress(self: Task, job_id: str) -> None:
+        # Progress is best effort: a busy or failing edit is skipped, the next one comes.
+        try:
+            triage().progress(job_id)
+        except CommentBusy:
+            return
+        except _TRANSIENT as exc:
+            log.warning("progress for %s skipped: %s", job_id, exc)
+
+    @app.task(name=names.PUBLISH, bind=True, acks_late=True, **_RETRY)
+    def publish(self: Task, job_id: str) -> None:
+        try:
+            triage().publish(job_id)
+        except CommentBusy as exc:
+            raise self.retry(exc=exc, countdown=2) from None
+        except _TRANSIENT as exc:
+            _transient(self, exc)
+
+    # Enough retries to wait out a live owner for the whole hard limit.
+    lock_retries = settings.job_time_limit_s // settings.lock_ttl_s + 3
+
+    @app.task(name=names.RUN_JOB, bind=True, acks_late=True, reject_on_worker_lost=True,
+              max_retries=lock_retries)
+    def run_job(self: Task, job_id: str) -> str:
+        outcome = JobRunner(settings, store(), app, worker=self.request.hostname).run(job_id)
+        if outcome == "locked":
+            # Another worker holds the job, or one died holding it: look again once the
+            # lock would have expired.
+            raise self.retry(countdown=store().lock_ttl(job_id) + 1)
+        return outcome
+
+    @app.task(name=names.CANARY)
+    def canary(token: str) -> str:
+        store().redis.set(settings.key("canary", token), "ok", ex=300)
+        return token

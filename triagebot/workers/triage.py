@@ -1,0 +1,319 @@
+"""The triage side: the only worker that talks to GitHub.
+
+It turns a normalised event into replies and jobs, and a finished (or progressing) job
+into edits of the job's one comment. GPU workers never hold GitHub credentials; they
+leave results in Redis and ask for a `publish` here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from celery import Celery
+
+from triagebot import handlers
+from triagebot.commands import Command, CommandError, help_text
+from triagebot.errors import PlanRejected
+from triagebot.events import ThreadEvent
+from triagebot.github import GitHubClient, Thread
+from triagebot.jobs import JobRecord, JobStore, job_id
+from triagebot.options import ReproOptions
+from triagebot.parse import parse_report
+from triagebot.plan import build_plan
+from triagebot.repo_config import RepoConfig, RepoConfigError, merge_options, parse_repo_config
+from triagebot.report import thread as words
+from triagebot.settings import Settings
+from triagebot.workers import names
+
+log = logging.getLogger(__name__)
+
+CONFIG_PATH = ".github/triagebot.toml"
+_ABSENT = "\x00absent"
+
+
+class CommentBusy(Exception):
+    """Another task is editing this job's comment; try again in a moment."""
+
+
+GitHubFactory = Callable[[int | None], GitHubClient]
+
+
+class Triage:
+    """One event or one job's comment, handled with the facts gathered from GitHub."""
+
+    def __init__(self, settings: Settings, store: JobStore, celery: Celery,
+                 github: GitHubFactory) -> None:
+        self.settings = settings
+        self.store = store
+        self.celery = celery
+        self.github = github
+
+    # --- events ------------------------------------------------------------------------
+    def handle(self, event: ThreadEvent) -> None:
+        if event.event == "issue_comment":
+            self._comment(event)
+        elif handlers.is_self_or_bot(event.sender.login, event.sender.type,
+                                     self.settings.bot_login):
+            return
+        else:
+            self._thread_event(event)
+
+    def _comment(self, event: ThreadEvent) -> None:
+        items = handlers.commands_for(event, self.settings.bot_login,
+                                      self.settings.command_name)
+        if not items or event.comment is None:
+            return
+        gh = self.github(event.installation_id)
+        actor = event.sender.login
+        config, problems = self._config(gh, event.repo)
+        if problems:
+            self._reply(gh, event, [words.config_error(problems)])
+            gh.react(event.repo, event.comment.id, "confused")
+            return
+        sections: list[str] = []
+        queued = False
+        for item in items:
+            if isinstance(item, CommandError):
+                sections.append(words.command_errors([item.message]))
+            elif item.name == "help":
+                sections.append(help_text(self.settings.command_name))
+            elif item.name == "status":
+                jobs = self.store.thread_jobs(event.repo, event.number)
+                sections.append(words.status(jobs, {j.id: self.job_url(j.id) for j in jobs}))
+            elif not self._allowed(gh, event.repo, actor, config):
+                if self._first_refusal(event.repo, event.number, actor):
+                    sections.append(words.refusal(actor, self.settings.command_name))
+            elif item.name == "cancel":
+                sections.append(self._cancel(event, actor))
+            else:
+                answer = self._repro(gh, event, config, item)
+                queued = queued or answer is None
+                if answer:
+                    sections.append(answer)
+        if queued:
+            gh.react(event.repo, event.comment.id, "+1")
+        if sections:
+            self._reply(gh, event, sections)
+
+    def _reply(self, gh: GitHubClient, event: ThreadEvent, sections: list[str]) -> None:
+        assert event.comment is not None
+        gh.upsert_comment(event.repo, event.number, f"reply={event.comment.id}",
+                          words.reply(event.sender.login, sections))
+
+    def _thread_event(self, event: ThreadEvent) -> None:
+        gh = self.github(event.installation_id)
+        config, problems = self._config(gh, event.repo)
+        if problems:
+            # Nobody invoked us: a broken config stays silent on auto-triage.
+            log.warning("invalid %s in %s: %s", CONFIG_PATH, event.repo, "; ".join(problems))
+            return
+        if not handlers.wants_triage(event, config):
+            return
+        thread = gh.read_thread(event.repo, event.number)
+        request = parse_report(thread.body.encode(), title=thread.title, repo=event.repo)
+        will_run = False
+        notes: list[str] = []
+        if (request.in_scope and handlers.triage_may_run(event, config)
+                and self._allowed(gh, event.repo, event.sender.login, config)):
+            trigger = f"{event.event}-{event.action}-{event.label or ''}"
+            answer = self._start(gh, event, thread, config, trigger, "repro", ReproOptions())
+            will_run = answer is None
+            if answer:
+                notes.append(answer)
+        summary = words.triage_summary(request, command_name=self.settings.command_name,
+                                       will_run=will_run, is_pr=thread.is_pr,
+                                       head_sha=thread.head_sha)
+        body = "\n\n".join([summary, *notes])
+        gh.upsert_comment(event.repo, event.number, f"triage={event.number}", body)
+
+    # --- commands ------------------------------------------------------------------------
+    def _repro(self, gh: GitHubClient, event: ThreadEvent, config: RepoConfig,
+               command: Command) -> str | None:
+        """Start the job a `repro` asks for; a message when it cannot start, else None."""
+        assert event.comment is not None
+        thread = gh.read_thread(event.repo, event.number)
+        return self._start(gh, event, thread, config, f"comment-{event.comment.id}",
+                           command.text, command.options or ReproOptions())
+
+    def _start(self, gh: GitHubClient, event: ThreadEvent, thread: Thread, config: RepoConfig,
+               trigger: str, command: str, options: ReproOptions) -> str | None:
+        merged = merge_options(config.default_options(), options)
+        # The thread as it is now, not as the (possibly old) payload had it.
+        request = parse_report(thread.body.encode(), title=thread.title, repo=event.repo)
+        try:
+            plan = build_plan(request, merged, budget=config.budget(), policy=config.policy())
+        except PlanRejected as exc:
+            return words.plan_refused(str(exc))
+        refused = handlers.models_not_allowed(plan, config)
+        if refused:
+            return words.plan_refused(
+                f"{', '.join(refused)} is not on this repository's model allowlist "
+                f"(`[models] allow` in {CONFIG_PATH})")
+        if plan.gpu_kind not in self.settings.gpu_kinds:
+            return words.plan_refused(
+                f"no runner here serves GPU kind {plan.gpu_kind!r}; available: "
+                f"{', '.join(self.settings.gpu_kinds)} (choose one with gpu=)")
+        used = self.store.gpu_seconds_today(event.repo)
+        allowed = config.budget_section.gpu_minutes_per_day * 60
+        if used + plan.estimated_seconds > allowed:
+            return words.plan_refused(
+                f"today's GPU budget for this repository is {allowed / 60:.0f} min; "
+                f"{used / 60:.0f} min are used and this plan needs about "
+                f"{plan.estimated_seconds / 60:.0f} min")
+        notes = []
+        if thread.is_pr and merged.version is None:
+            notes.append("PR head commits have no prebuilt wheel; this runs "
+                         f"{plan.engine} {plan.engine_version or 'latest'}. Name other "
+                         "releases with version=.")
+        record = JobRecord(
+            id=job_id(event.repo, event.number, trigger, command), repo=event.repo,
+            number=event.number, installation_id=event.installation_id, is_pr=thread.is_pr,
+            title=thread.title[:300], trigger=trigger, requester=event.sender.login,
+            command=command, plan_hash=plan.plan_hash, gpu_kind=plan.gpu_kind,
+            cells=len(plan.cells))
+        created = self.store.create(record, plan, request)
+        if created.status == "busy":
+            return words.busy(created.job, self.job_url(created.job.id))
+        self._acknowledge_and_enqueue(gh, created.job, notes)
+        return None
+
+    def _acknowledge_and_enqueue(self, gh: GitHubClient, job: JobRecord,
+                                 notes: list[str]) -> None:
+        """Post the job's comment and queue it; safe to repeat after a crash midway."""
+        if job.state != "queued" or job.enqueued:
+            return
+        plan = self.store.plan(job.id)
+        body = words.acknowledgement(job, plan, self.store.queued_ahead(job),
+                                     self.job_url(job.id), notes)
+        comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
+                                       job.comment_id)
+        self.store.set(job.id, comment_id=comment_id)
+        self.celery.send_task(names.RUN_JOB, args=[job.id],
+                              queue=self.settings.queue_for(job.gpu_kind),
+                              task_id=f"job-{job.id}-{uuid.uuid4().hex[:8]}",
+                              ignore_result=True)
+        self.store.set(job.id, enqueued=True)
+
+    def _cancel(self, event: ThreadEvent, actor: str) -> str:
+        active = [j for j in self.store.thread_jobs(event.repo, event.number) if not j.terminal]
+        for job in active:
+            record = self.store.request_cancel(job.id, actor)
+            if record.state == "cancelled":
+                # Queued: no worker will pick it up, so say so on its comment now.
+                self.celery.send_task(names.PUBLISH, args=[job.id],
+                                      queue=names.TRIAGE_QUEUE, ignore_result=True)
+        return words.cancelled_jobs(active)
+
+    # --- facts from GitHub, cached --------------------------------------------------------
+    def _config(self, gh: GitHubClient, repo: str) -> tuple[RepoConfig, list[str]]:
+        key = self.settings.key("repo-config", repo.lower())
+        cached = self.store.redis.get(key)
+        if cached is not None:
+            text: str | None = _text(cached)
+        else:
+            text = gh.file_text(repo, CONFIG_PATH)
+            if self.settings.repo_config_ttl_s:
+                self.store.redis.set(key, _ABSENT if text is None else text,
+                                     ex=self.settings.repo_config_ttl_s)
+        if text is None or text == _ABSENT:
+            return RepoConfig.default(), []
+        try:
+            return parse_repo_config(text), []
+        except RepoConfigError as exc:
+            return RepoConfig.default(), exc.problems
+
+    def _allowed(self, gh: GitHubClient, repo: str, login: str, config: RepoConfig) -> bool:
+        if handlers.is_self_or_bot(login, "User", self.settings.bot_login):
+            return False
+        if config.user_listed(login):
+            return True
+        key = self.settings.key("permission", repo.lower(), login.lower())
+        cached = self.store.redis.get(key)
+        if cached is not None:
+            permission = _text(cached)
+        else:
+            permission = gh.permission(repo, login)
+            if self.settings.permission_ttl_s:
+                self.store.redis.set(key, permission, ex=self.settings.permission_ttl_s)
+        in_team = (permission not in handlers.RUN_PERMISSIONS
+                   and any(gh.in_team(org, slug, login) for org, slug in handlers.teams(config)))
+        return handlers.may_start_gpu_work(permission, login, config, in_team)
+
+    def _first_refusal(self, repo: str, number: int, login: str) -> bool:
+        """At most one refusal per user, thread and day: a refused user cannot make us spam."""
+        day = time.strftime("%Y%m%d", time.gmtime())
+        key = self.settings.key("refused", f"{repo.lower()}#{number}", login.lower(), day)
+        return bool(self.store.redis.set(key, "1", nx=True, ex=2 * 24 * 3600))
+
+    # --- the job's comment ----------------------------------------------------------------
+    def job_url(self, id_: str) -> str:
+        return f"{self.settings.public_url.rstrip('/')}/jobs/{id_}"
+
+    @contextmanager
+    def _comment_lock(self, id_: str) -> Iterator[None]:
+        key = self.settings.key("comment-lock", id_)
+        token = uuid.uuid4().hex
+        if not self.store.redis.set(key, token, nx=True, ex=120):
+            raise CommentBusy(id_)
+        try:
+            yield
+        finally:
+            if self.store.redis.get(key) == token.encode():
+                self.store.redis.delete(key)
+
+    def progress(self, id_: str) -> None:
+        """Edit the job's comment with where it stands, at most once per interval."""
+        job = self.store.get(id_)
+        if job is None or job.terminal or not self._progress_due(job):
+            return
+        with self._comment_lock(id_):
+            job = self.store.get(id_)
+            if job is None or job.terminal or not self._progress_due(job):
+                return
+            gh = self.github(job.installation_id)
+            comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}",
+                                           words.progress(job, self.job_url(job.id)),
+                                           job.comment_id)
+            self.store.set(id_, comment_id=comment_id, progress_posted_at=time.time())
+
+    def _progress_due(self, job: JobRecord) -> bool:
+        last = job.progress_posted_at
+        return last is None or time.time() - last >= self.settings.progress_interval_s
+
+    def publish(self, id_: str) -> None:
+        """The job ended: its comment becomes the report (or says why there is none)."""
+        job = self.store.get(id_)
+        if job is None or not job.terminal or job.published:
+            return
+        with self._comment_lock(id_):
+            job = self.store.get(id_)
+            if job is None or job.published:
+                return
+            gh = self.github(job.installation_id)
+            body = words.final(job, self.store.report(id_), self.job_url(id_))
+            comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
+                                           job.comment_id)
+            self.store.set(id_, comment_id=comment_id)
+            # Labels and reactions are idempotent: a retried publish may repeat them.
+            self._outcome_marks(gh, job)
+            self.store.set(id_, published=True)
+
+    def _outcome_marks(self, gh: GitHubClient, job: JobRecord) -> None:
+        config, problems = self._config(gh, job.repo)
+        label = None if problems or job.outcome is None else config.outcome_label(job.outcome)
+        if job.state == "failed" and not problems:
+            label = config.outcome_label("error")
+        if label:
+            gh.add_labels(job.repo, job.number, [label])
+        if job.trigger.startswith("comment-"):
+            reaction = {"done": "rocket", "failed": "confused"}.get(job.state)
+            if reaction:
+                gh.react(job.repo, int(job.trigger.removeprefix("comment-")), reaction)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
