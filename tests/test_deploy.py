@@ -1,0 +1,367 @@
+"""Lint the deployment files as data, with no Docker: compose.yml, redis.conf, the App
+manifest, .env.example, the Dockerfiles, Flower's Celery settings, and the Celery
+configuration the workers run with.
+
+Each test pins one promise of deploy/README.md that an edit could silently break: a GPU
+worker holds no GitHub credential, Redis never evicts, every setting is documented, the
+App asks for no more than it needs, and a running GPU job is never handed to a second
+worker.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
+from triagebot.settings import Settings, load_settings
+from triagebot.workers.app import celery_config
+
+ROOT = Path(__file__).resolve().parents[1]
+DEPLOY = ROOT / "deploy"
+SERVICES = {"api", "triage", "gpu-h100-0", "redis", "flower"}
+GPU_SERVICE = re.compile(r"^gpu-([a-z0-9][a-z0-9-]*)-([0-9]+)$")
+# What a GPU worker may be given: queue and runner settings, its GPU and the model cache.
+GPU_SETTINGS = {
+    "redis_url", "namespace", "job_time_limit_s", "visibility_timeout_s", "max_attempts",
+    "lock_ttl_s", "heartbeat_s", "worker_heartbeat_max_age_s", "job_ttl_s", "gpu_kinds",
+    "default_gpu", "progress_interval_s", "data_dir", "env_cache_dir", "run_local",
+    "silence_limit_s", "escalate",
+}
+GPU_OTHER_ENV = {"CUDA_VISIBLE_DEVICES", "HF_HOME", "HF_HUB_OFFLINE"}
+CREDENTIAL = re.compile(r"GITHUB|APP_|WEBHOOK|TOKEN|PRIVATE_KEY|SECRET")
+INTERPOLATION = re.compile(r"\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}")
+ENV_LINE = re.compile(r"^(#?)(TRIAGEBOT_[A-Z0-9_]+)=(.*)$")
+# Values that differ from the settings' defaults on purpose: compose's Redis host.
+COMPOSE_ONLY_DEFAULTS = {"TRIAGEBOT_REDIS_URL"}
+
+
+class IsolatedSettings(Settings):
+    """Settings from keyword arguments only: this machine's environment and .env are not
+    what the deploy files are checked against."""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
+def _field(env_name: str) -> str:
+    assert env_name.startswith("TRIAGEBOT_"), env_name
+    return env_name.removeprefix("TRIAGEBOT_").lower()
+
+
+def _validated(env_name: str, value: str) -> Any:
+    field = _field(env_name)
+    return getattr(IsolatedSettings(**{field: value}), field)
+
+
+def _default(env_name: str) -> Any:
+    return getattr(IsolatedSettings(), _field(env_name))
+
+
+def _seconds(duration: str) -> float:
+    match = re.fullmatch(r"(?:(\d+)m)?(?:(\d+)s)?", duration)
+    assert match is not None and duration, f"unreadable duration {duration!r}"
+    return int(match[1] or 0) * 60 + int(match[2] or 0)
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    data = yaml.safe_load((DEPLOY / "compose.yml").read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.fixture(scope="module")
+def services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return dict(compose["services"])
+
+
+def _env(service: dict[str, Any]) -> dict[str, str]:
+    raw = service.get("environment") or {}
+    if isinstance(raw, list):
+        pairs = (item.split("=", 1) if "=" in item else (item, "") for item in raw)
+        return {k: v for k, v in pairs}
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _gpu_services(services: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {name: svc for name, svc in services.items() if GPU_SERVICE.match(name)}
+
+
+def _option(command: list[str], flag: str) -> str:
+    assert flag in command, f"{flag} missing from {command}"
+    return command[command.index(flag) + 1]
+
+
+# --- compose: the services ------------------------------------------------------------------
+
+
+def test_compose_has_the_five_services_and_nothing_else_by_default(services):
+    assert set(services) >= SERVICES
+    # Anything else (the model fetch step) runs only when asked for by profile.
+    for name in set(services) - SERVICES:
+        assert services[name].get("profiles"), f"{name} would start with `compose up`"
+
+
+def test_api_serves_the_webhook_app_on_8000_with_a_healthcheck(services):
+    api = services["api"]
+    assert api["command"] == ["serve"]
+    env = _env(api)
+    assert env["TRIAGEBOT_HOST"] == "0.0.0.0"
+    assert env["TRIAGEBOT_PORT"] == "8000"
+    assert any(str(p).endswith("8000:8000") for p in api["ports"])
+    check = " ".join(api["healthcheck"]["test"])
+    assert "http://127.0.0.1:8000/healthz" in check
+
+
+def test_only_the_triage_worker_holds_the_private_key(compose, services):
+    holders = {name for name, svc in services.items() if svc.get("secrets")}
+    assert holders == {"triage"}
+    (secret,) = services["triage"]["secrets"]
+    assert secret in compose["secrets"]
+    assert compose["secrets"][secret]["file"]
+    assert _env(services["triage"])["TRIAGEBOT_APP_PRIVATE_KEY_FILE"] == f"/run/secrets/{secret}"
+    assert _option(services["triage"]["command"], "--queues") == "triage"
+
+
+def test_gpu_workers_reserve_one_gpu_each_and_serve_its_queue(services):
+    gpus = _gpu_services(services)
+    assert gpus, "no gpu-<kind>-<N> service"
+    kinds = IsolatedSettings().gpu_kinds
+    for name, svc in gpus.items():
+        match = GPU_SERVICE.match(name)
+        assert match is not None
+        kind, index = match[1], match[2]
+        (device,) = svc["deploy"]["resources"]["reservations"]["devices"]
+        assert device["driver"] == "nvidia"
+        assert device["device_ids"] == [index]
+        assert "gpu" in device["capabilities"]
+        # Inside the container the one reserved GPU is index 0, whichever it is on the host.
+        assert _env(svc)["CUDA_VISIBLE_DEVICES"] == "0"
+        assert kind in kinds
+        assert _option(svc["command"], "--queues") == f"gpu-{kind}"
+        assert _option(svc["command"], "-n") == f"{name}@%h"
+        assert "--concurrency" not in svc["command"]
+
+
+def test_gpu_workers_hold_no_github_credentials(services):
+    for name, svc in _gpu_services(services).items():
+        assert "env_file" not in svc, f"{name} would receive the whole .env"
+        assert not svc.get("secrets"), name
+        env = _env(svc)
+        for key, value in env.items():
+            assert not CREDENTIAL.search(key), f"{name}: {key}"
+            for ref, _ in INTERPOLATION.findall(value):
+                assert not CREDENTIAL.search(ref), f"{name}: {key} reads {ref}"
+        settings = {_field(k) for k in env if k.startswith("TRIAGEBOT_")}
+        assert settings <= GPU_SETTINGS, f"{name}: {settings - GPU_SETTINGS}"
+        assert set(env) - {f"TRIAGEBOT_{s.upper()}" for s in settings} <= GPU_OTHER_ENV
+    image = (DEPLOY / "Dockerfile.gpu").read_text()
+    assert not CREDENTIAL.search(image)
+
+
+def test_gpu_workers_read_models_offline_from_a_read_only_cache(services):
+    for name, svc in _gpu_services(services).items():
+        env = _env(svc)
+        assert env["HF_HUB_OFFLINE"] == "1"
+        mounts = [str(v) for v in svc["volumes"]]
+        assert f"hf-cache:{env['HF_HOME']}:ro" in mounts, name
+        for target in (env["TRIAGEBOT_ENV_CACHE_DIR"], env["TRIAGEBOT_DATA_DIR"]):
+            assert any(m.split(":")[1] == target and not m.endswith(":ro") for m in mounts)
+
+
+def test_workers_stop_with_a_soft_shutdown_that_fits_the_grace_period(services):
+    soft = celery_config(load_settings())["worker_soft_shutdown_timeout"]
+    for name in ["triage", *_gpu_services(services)]:
+        svc = services[name]
+        # SIGTERM would start Celery's warm shutdown, which waits for a job of hours.
+        assert svc["stop_signal"] == "SIGQUIT", name
+        assert _seconds(svc["stop_grace_period"]) > soft, name
+
+
+def test_compose_defaults_are_the_settings_defaults():
+    text = (DEPLOY / "compose.yml").read_text()
+    found = INTERPOLATION.findall(text)
+    assert found
+    for name, default in found:
+        if not name.startswith("TRIAGEBOT_"):
+            continue
+        assert _field(name) in Settings.model_fields, name
+        if name not in COMPOSE_ONLY_DEFAULTS:
+            assert _validated(name, default) == _default(name), name
+
+
+# --- Redis and Flower -----------------------------------------------------------------------
+
+
+def _redis_conf() -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for line in (DEPLOY / "redis.conf").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition(" ")
+            conf[key.lower()] = value.strip()
+    return conf
+
+
+def test_redis_persists_every_second_and_never_evicts(services):
+    redis = services["redis"]
+    assert str(redis["image"]).startswith("redis:7")
+    command = redis["command"]
+    flags = dict(zip(command[2::2], command[3::2], strict=True))
+    conf = _redis_conf()
+    for source in (flags, {f"--{k}": v for k, v in conf.items()}):
+        assert source["--appendonly"] == "yes"
+        assert source["--appendfsync"] == "everysec"
+        assert source["--maxmemory-policy"] == "noeviction"
+    # The file Redis is started with is the one compose mounts.
+    assert command[:2] == ["redis-server", "/usr/local/etc/redis/redis.conf"]
+    assert "./redis.conf:/usr/local/etc/redis/redis.conf:ro" in redis["volumes"]
+    assert any(str(v).endswith(f":{conf['dir']}") for v in redis["volumes"])
+    assert "ports" not in redis
+
+
+def test_flower_listens_on_loopback_only(services):
+    flower = services["flower"]
+    assert str(flower["image"]).startswith("mher/flower:")
+    assert flower["ports"]
+    assert all(str(p).startswith("127.0.0.1:") for p in flower["ports"])
+
+
+def test_flower_uses_the_workers_key_prefix_and_visibility_timeout(services, monkeypatch):
+    # Non-default values, so a config that ignored the variables would fail.
+    settings = IsolatedSettings(namespace="deploy-lint", job_time_limit_s=4000,
+                                visibility_timeout_s=4321, redis_url="redis://example:6379/3")
+    env = _env(services["flower"])
+    for name in ("TRIAGEBOT_REDIS_URL", "TRIAGEBOT_NAMESPACE", "TRIAGEBOT_VISIBILITY_TIMEOUT_S"):
+        assert name in env
+        monkeypatch.setenv(name, str(getattr(settings, _field(name))))
+    module = env["PYTHONPATH"]
+    assert f"./flower:{module}:ro" in services["flower"]["volumes"]
+    flower = runpy.run_path(str(DEPLOY / "flower" / "celeryconfig.py"))
+    workers = celery_config(settings)
+    assert flower["broker_url"] == workers["broker_url"]
+    assert flower["visibility_timeout"] == workers["visibility_timeout"]
+    for key in ("visibility_timeout", "global_keyprefix"):
+        assert flower["broker_transport_options"][key] == workers["broker_transport_options"][key]
+
+
+# --- .env.example ---------------------------------------------------------------------------
+
+
+def _env_example() -> list[tuple[bool, str, str]]:
+    """(set, name, value) for every setting line; other lines must be comments."""
+    found: list[tuple[bool, str, str]] = []
+    for number, line in enumerate((DEPLOY / ".env.example").read_text().splitlines(), 1):
+        match = ENV_LINE.match(line)
+        if match:
+            found.append((not match[1], match[2], match[3]))
+        else:
+            assert line in ("", "#") or line.startswith("# "), f"line {number}: {line!r}"
+    return found
+
+
+def test_env_example_names_exactly_the_settings():
+    names = [name for _, name, _ in _env_example()]
+    assert len(names) == len(set(names)), "a setting is listed twice"
+    assert set(names) == {f"TRIAGEBOT_{field.upper()}" for field in Settings.model_fields}
+
+
+def test_env_example_values_are_valid_settings():
+    values = {_field(name): value for is_set, name, value in _env_example() if is_set}
+    # The example secret is a placeholder on purpose: a service must refuse to start with it.
+    with pytest.raises(ValueError, match="placeholder"):
+        IsolatedSettings(**values)
+    values["webhook_secrets"] = "a-real-secret-0123456789abcdef"
+    settings = IsolatedSettings(**values)
+    settings.require_webhook()
+    assert settings.app_private_key is None, "the key belongs in the secret file"
+    assert settings.github_token is None, "the service acts as the App, with no token"
+
+
+def test_env_example_agrees_with_compose_defaults():
+    example = {name: value for is_set, name, value in _env_example() if is_set}
+    text = (DEPLOY / "compose.yml").read_text()
+    for name, default in INTERPOLATION.findall(text):
+        if name in example:
+            assert _validated(name, example[name]) == _validated(name, default), name
+
+
+# --- the GitHub App manifest ----------------------------------------------------------------
+
+
+def test_manifest_asks_for_the_minimum():
+    manifest = json.loads((DEPLOY / "github-app-manifest.json").read_text())
+    assert manifest["default_permissions"] == {
+        "issues": "write",
+        "pull_requests": "write",
+        "contents": "read",
+        "metadata": "read",
+        "members": "read",
+    }
+    assert sorted(manifest["default_events"]) == ["issue_comment", "issues", "pull_request"]
+    assert manifest["hook_attributes"]["url"].endswith("/webhook")
+    for key in ("name", "url", "redirect_url", "public"):
+        assert key in manifest
+
+
+# --- images ---------------------------------------------------------------------------------
+
+
+def _wheel_inputs() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]
+    return {"pyproject.toml", project["project"]["readme"], *wheel["packages"],
+            *wheel.get("force-include", {})}
+
+
+@pytest.mark.parametrize("dockerfile", ["Dockerfile", "Dockerfile.gpu"])
+def test_images_run_triagebot_as_a_non_root_user(dockerfile):
+    text = (DEPLOY / dockerfile).read_text()
+    users = re.findall(r"^USER\s+(\S+)", text, flags=re.M)
+    assert users and users[-1] not in {"root", "0"}
+    assert re.search(r'^ENTRYPOINT \["triagebot"\]$', text, flags=re.M)
+    if dockerfile == "Dockerfile":
+        assert re.search(r"^FROM python:3\.11-slim\b", text, flags=re.M)
+    else:
+        assert re.search(r"^ARG CUDA_IMAGE=nvidia/cuda:[0-9.]+-runtime-", text, flags=re.M)
+        assert re.search(r"^ARG PYTHON_VERSION=3\.11$", text, flags=re.M)
+    # What the wheel is built from gets into the build context; nothing else does.
+    ignore = (DEPLOY / f"{dockerfile}.dockerignore").read_text().splitlines()
+    assert "*" in ignore
+    allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
+    assert allowed == _wheel_inputs()
+
+
+# --- Celery ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("overrides", [{}, {"job_time_limit_s": 100, "visibility_timeout_s": 130}])
+def test_celery_config_keeps_long_gpu_jobs_on_one_worker(overrides):
+    settings = load_settings(**overrides)
+    conf = celery_config(settings)
+    assert conf["worker_concurrency"] == 1
+    assert conf["worker_prefetch_multiplier"] == 1
+    assert conf["task_acks_late"] is True
+    vt = conf["visibility_timeout"]
+    assert vt == settings.visibility_timeout_s
+    assert conf["broker_transport_options"]["visibility_timeout"] == vt
+    assert conf["result_backend_transport_options"]["visibility_timeout"] == vt
+    assert vt > conf["task_time_limit"] == settings.job_time_limit_s
+    assert 0 < conf["task_soft_time_limit"] < conf["task_time_limit"]
+    assert conf["result_expires"] >= 7 * 24 * 3600
