@@ -88,6 +88,8 @@ class JobRecord(BaseModel):
     progress_posted_at: float | None = None
     published: bool = False
     cells: int = 0
+    # The plan's own estimate of its GPU time, for queue ETAs.
+    estimated_s: float = 0.0
     runs_done: int = 0
     runs_planned: int = 0
     eta_s: float | None = None
@@ -318,13 +320,26 @@ class JobStore:
 
     def queued_ahead(self, record: JobRecord) -> int:
         """Jobs for the same GPU kind created before this one and not started yet."""
-        ids = [_text(i) for i in self.redis.smembers(self._k("state", "queued"))]
-        ahead = 0
-        for other in filter(None, (self.get(i) for i in ids)):
-            if (other.gpu_kind == record.gpu_kind and other.id != record.id
-                    and other.created_at < record.created_at):
-                ahead += 1
-        return ahead
+        return self.queue_position(record)[0]
+
+    def queue_position(self, record: JobRecord) -> tuple[int, float]:
+        """Jobs ahead of this one for its GPU kind, and the GPU seconds they still need.
+
+        The seconds are the queued jobs' estimates plus the running ones' remaining time;
+        with several workers per kind the wait is shorter, so this is an upper bound.
+        """
+        ahead, seconds = 0, 0.0
+        for state in ("queued", "running"):
+            ids = [_text(i) for i in self.redis.smembers(self._k("state", state))]
+            for other in filter(None, (self.get(i) for i in ids)):
+                if other.gpu_kind != record.gpu_kind or other.id == record.id:
+                    continue
+                if state == "running":
+                    seconds += other.eta_s if other.eta_s is not None else other.estimated_s
+                elif other.created_at < record.created_at:
+                    ahead += 1
+                    seconds += other.estimated_s
+        return ahead, seconds
 
     # --- the lock a worker holds while it runs a job ----------------------------------------
     def acquire(self, id_: str) -> str | None:

@@ -181,3 +181,21 @@ def test_results_plan_and_budget_round_trip(store: JobStore, plan: Plan) -> None
     store.observe_cell(700)
     buckets, total, count = store.cell_histogram()
     assert buckets == {"5": 1, "1200": 1} and total == 703 and count == 2
+
+
+def test_queue_position_counts_jobs_ahead_and_their_time(store: JobStore, plan: Plan) -> None:
+    first = record(plan, trigger="comment-1").model_copy(update={"estimated_s": 100.0})
+    store.create(first, plan, None)
+    other_thread = record(plan, trigger="comment-2").model_copy(
+        update={"number": 43, "estimated_s": 50.0,
+                "id": job_id("acme/engine", 43, "comment-2", "repro")})
+    store.create(other_thread, plan, None)
+    elsewhere = record(plan, trigger="comment-3").model_copy(
+        update={"number": 44, "gpu_kind": "h100", "estimated_s": 999.0,
+                "id": job_id("acme/engine", 44, "comment-3", "repro")})
+    store.create(elsewhere, plan, None)
+    assert store.queue_position(store.require(first.id)) == (0, 0.0)
+    assert store.queue_position(store.require(other_thread.id)) == (1, 100.0)
+    store.move(first.id, "running", eta_s=30.0)
+    assert store.queue_position(store.require(other_thread.id)) == (0, 30.0)
+    assert store.queued_ahead(store.require(other_thread.id)) == 0

@@ -100,6 +100,7 @@ def test_repro_acknowledges_once_and_queues_one_gpu_job(env: dict[str, Any]) -> 
     assert len(comments) == 1
     assert comments[0].body.startswith(f"<!-- triagebot:v1 job={jobs[0].id} -->")
     assert "Queued" in comments[0].body and f"/jobs/{jobs[0].id}" in comments[0].body
+    assert "should start right away" in comments[0].body
     assert event.comment is not None
     assert ("triagebot[bot]", "+1") in fake.reactions(event.comment.id)
 

@@ -41,8 +41,11 @@ def _job_line(job: JobRecord, url: str) -> str:
     return f"Job [`{job.id}`]({url}) · requested by @{job.requester} · {code_span(job.command)}"
 
 
-def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, url: str,
+def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float, url: str,
                     notes: Sequence[str] = ()) -> str:
+    start = "it should start right away" if queued_ahead == 0 and wait_s <= 0 else (
+        f"{queued_ahead} job(s) ahead of it; it should start within about "
+        f"{duration(wait_s)}")
     lines = [
         f"⏳ **Queued** a reproduction: {len(plan.cells)} cells on `{plan.engine}` "
         f"{inline(plan.engine_version or 'latest')}, GPU `{plan.gpu_kind}`, "
@@ -50,8 +53,9 @@ def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, url: str,
         "",
         _job_line(job, url),
         "",
-        f"{queued_ahead} job(s) ahead of it for `{plan.gpu_kind}`. This comment is edited "
-        "as the job runs and ends as the report.",
+        f"On the `{plan.gpu_kind}` queue {start}, and end about "
+        f"{duration(wait_s + plan.estimated_seconds)} from now. This comment is edited as "
+        "the job runs and ends as the report.",
     ]
     lines += [f"- {inline(note)}" for note in notes]
     return "\n".join(lines)

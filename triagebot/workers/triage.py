@@ -174,7 +174,7 @@ class Triage:
             number=event.number, installation_id=event.installation_id, is_pr=thread.is_pr,
             title=thread.title[:300], trigger=trigger, requester=event.sender.login,
             command=command, plan_hash=plan.plan_hash, gpu_kind=plan.gpu_kind,
-            cells=len(plan.cells))
+            cells=len(plan.cells), estimated_s=plan.estimated_seconds)
         created = self.store.create(record, plan, request)
         if created.status == "busy":
             return words.busy(created.job, self.job_url(created.job.id))
@@ -187,8 +187,8 @@ class Triage:
         if job.state != "queued" or job.enqueued:
             return
         plan = self.store.plan(job.id)
-        body = words.acknowledgement(job, plan, self.store.queued_ahead(job),
-                                     self.job_url(job.id), notes)
+        ahead, wait_s = self.store.queue_position(job)
+        body = words.acknowledgement(job, plan, ahead, wait_s, self.job_url(job.id), notes)
         comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
                                        job.comment_id)
         self.store.set(job.id, comment_id=comment_id)
