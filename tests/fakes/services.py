@@ -3,6 +3,7 @@ subprocesses started through the `triagebot` CLI, as a deployment runs them."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
@@ -97,13 +98,14 @@ class Worker:
         return out
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
+        """TERM the worker's group, then KILL whatever of it is left (pool processes too)."""
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=15)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
         self.handle.close()
 
     def tail(self, n: int = 60) -> str:

@@ -5,6 +5,7 @@ transformers engine) -> exactly one comment, edited from acknowledgement to fina
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -47,13 +48,12 @@ def service(fake_github: FakeGitHub, namespace: str,
                     f"triage-{namespace}@test")
     gpu = Worker("gpu-cpu", settings_env(settings, github=False), tmp_path / "gpu.log",
                  f"gpu-{namespace}@test")
-    try:
-        with Uvicorn(create_app(settings)) as web:
-            yield {"settings": settings, "web": web, "triage": triage, "gpu": gpu,
-                   "store": JobStore(settings), "fake": fake_github}
-    finally:
-        triage.stop()
-        gpu.stop()
+    with contextlib.ExitStack() as stack:
+        stack.callback(triage.stop)
+        stack.callback(gpu.stop)
+        web = stack.enter_context(Uvicorn(create_app(settings)))
+        yield {"settings": settings, "web": web, "triage": triage, "gpu": gpu,
+               "store": JobStore(settings), "fake": fake_github}
 
 
 def deliver(service: dict[str, Any], body: str = COMMAND) -> tuple[int, httpx.Response]:

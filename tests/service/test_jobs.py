@@ -8,33 +8,11 @@ import time
 import pytest
 import redis
 
-from triagebot.jobs import JobError, JobRecord, JobStore, job_id
+from tests.service.support import REPORT, record
+from triagebot.jobs import JobError, JobStore, job_id
 from triagebot.model import Plan, RunResult
-from triagebot.options import parse_overrides
 from triagebot.parse import parse_report
-from triagebot.plan import build_plan
 from triagebot.settings import Settings
-
-REPORT = b"""MTP k=1 on vLLM 0.17.1 is slower than no spec under CUDA graphs.
-vllm serve zai-org/GLM-OCR --speculative-config '{"method": "mtp", "num_speculative_tokens": 1}'
-"""
-
-
-@pytest.fixture
-def store(settings: Settings) -> JobStore:
-    return JobStore(settings)
-
-
-@pytest.fixture
-def plan() -> Plan:
-    request = parse_report(REPORT, title="GLM-OCR MTP slower")
-    return build_plan(request, parse_overrides(["engine=transformers", "runs=2"]))
-
-
-def record(plan: Plan, trigger: str = "comment-1", command: str = "repro") -> JobRecord:
-    return JobRecord(id=job_id("acme/engine", 42, trigger, command), repo="acme/engine",
-                     number=42, trigger=trigger, requester="maint", command=command,
-                     plan_hash=plan.plan_hash, gpu_kind=plan.gpu_kind, cells=len(plan.cells))
 
 
 def test_job_id_is_stable_and_separates_what_differs() -> None:

@@ -7,6 +7,7 @@ stops), resumes from the runs already stored, and asks the triage side to publis
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shlex
 import socket
@@ -14,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Literal
 
+import redis
 from celery import Celery
 
 from triagebot.jobs import JobStore
@@ -105,6 +107,15 @@ class JobRunner:
             self.store.move(id_, "failed", error=f"the plan could not be rendered: {exc}")
             self._publish(id_)
             return "ran"
+        except Exception as exc:
+            # A bug or a lasting Redis outage: say so on the thread rather than leave the
+            # job running forever.
+            log.exception("job %s failed inside the runner", id_)
+            with contextlib.suppress(Exception):
+                self.store.move(id_, "failed", error=f"internal error in the runner: "
+                                                     f"{type(exc).__name__}")
+                self._publish(id_)
+            return "ran"
         finally:
             self.store.add_gpu_seconds(job.repo, time.monotonic() - started)
         job = self.store.require(id_)
@@ -123,8 +134,12 @@ class JobRunner:
         def update(event: Event) -> None:
             if event.kind not in ("start", "done", "round"):
                 return
-            self.store.set(id_, runs_done=event.runs_done, runs_planned=event.runs_planned,
-                           eta_s=event.eta_s, current=event.label or event.kind)
+            try:
+                self.store.set(id_, runs_done=event.runs_done,
+                               runs_planned=event.runs_planned, eta_s=event.eta_s,
+                               current=event.label or event.kind)
+            except redis.RedisError:
+                return  # progress is best effort; the runs go on
             now = time.monotonic()
             if now - last_sent[0] >= self.settings.progress_interval_s:
                 last_sent[0] = now
@@ -154,7 +169,10 @@ class _Stop:
         now = time.monotonic()
         if not self.cancelled and now - self.checked >= 1.0:
             self.checked = now
-            job = self.store.get(self.id)
+            try:
+                job = self.store.get(self.id)
+            except redis.RedisError:
+                return False  # a blip is not a cancel; the lock says when we lost the job
             self.cancelled = job is None or job.cancel_requested
         return self.cancelled
 
