@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from triagebot.commands import Command, CommandError, new_commands, parse_comment
-from triagebot.events import ThreadEvent
+from triagebot.events import Actor, ThreadEvent
 from triagebot.model import Plan
 from triagebot.repo_config import RepoConfig
 
@@ -18,9 +18,8 @@ from triagebot.repo_config import RepoConfig
 RUN_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
 
-def is_self_or_bot(login: str, user_type: str, bot_login: str) -> bool:
-    return (user_type == "Bot" or login.lower() == bot_login.lower()
-            or login.lower().endswith("[bot]"))
+def is_self_or_bot(actor: Actor, bot_login: str) -> bool:
+    return actor.is_bot or actor.login.lower() == bot_login.lower()
 
 
 def commands_for(event: ThreadEvent, bot_login: str,
@@ -32,9 +31,7 @@ def commands_for(event: ThreadEvent, bot_login: str,
     comment = event.comment
     if event.event != "issue_comment" or comment is None:
         return []
-    if is_self_or_bot(comment.author.login, comment.author.type, bot_login):
-        return []
-    if is_self_or_bot(event.sender.login, event.sender.type, bot_login):
+    if is_self_or_bot(comment.author, bot_login) or is_self_or_bot(event.sender, bot_login):
         return []
     if event.action == "created":
         return parse_comment(comment.body, command_name)

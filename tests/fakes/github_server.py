@@ -554,13 +554,20 @@ class FakeGitHub:
             return _Reply(404, _message("Not Found"))
         return _Reply(200, self._comment_json(comment))
 
-    def _r_edit_comment(self, repo: _Repo, rest: list[str], _q: Any, body: Any,
-                        who: _Who) -> _Reply:
+    def _own_comment(self, repo: _Repo, rest: list[str], who: _Who) -> FakeComment | _Reply:
+        """The comment `who` may change, or the answer GitHub gives when it may not."""
         comment = self._comments.get(int(rest[2]))
         if comment is None or comment.repo != repo.full:
             return _Reply(404, _message("Not Found"))
         if comment.author != who.login:
             return _Reply(403, _message("Resource not accessible by integration"))
+        return comment
+
+    def _r_edit_comment(self, repo: _Repo, rest: list[str], _q: Any, body: Any,
+                        who: _Who) -> _Reply:
+        comment = self._own_comment(repo, rest, who)
+        if isinstance(comment, _Reply):
+            return comment
         text = body.get("body") if isinstance(body, dict) else None
         if not isinstance(text, str) or not text or len(text) > 65536:
             return _Reply(422, _message("Validation Failed"))
@@ -570,11 +577,9 @@ class FakeGitHub:
 
     def _r_delete_comment(self, repo: _Repo, rest: list[str], _q: Any, _b: Any,
                           who: _Who) -> _Reply:
-        comment = self._comments.get(int(rest[2]))
-        if comment is None or comment.repo != repo.full:
-            return _Reply(404, _message("Not Found"))
-        if comment.author != who.login:
-            return _Reply(403, _message("Resource not accessible by integration"))
+        comment = self._own_comment(repo, rest, who)
+        if isinstance(comment, _Reply):
+            return comment
         del self._comments[comment.id]
         return _Reply(204)
 

@@ -18,7 +18,7 @@ from celery import Celery
 from triagebot import handlers
 from triagebot.commands import Command, CommandError, help_text
 from triagebot.errors import PlanRejected
-from triagebot.events import ThreadEvent
+from triagebot.events import Actor, ThreadEvent
 from triagebot.github import GitHubClient, Thread
 from triagebot.jobs import JobRecord, JobStore, job_id
 from triagebot.options import ReproOptions
@@ -56,8 +56,7 @@ class Triage:
     def handle(self, event: ThreadEvent) -> None:
         if event.event == "issue_comment":
             self._comment(event)
-        elif handlers.is_self_or_bot(event.sender.login, event.sender.type,
-                                     self.settings.bot_login):
+        elif handlers.is_self_or_bot(event.sender, self.settings.bot_login):
             return
         else:
             self._thread_event(event)
@@ -227,7 +226,7 @@ class Triage:
             return RepoConfig.default(), exc.problems
 
     def _allowed(self, gh: GitHubClient, repo: str, login: str, config: RepoConfig) -> bool:
-        if handlers.is_self_or_bot(login, "User", self.settings.bot_login):
+        if handlers.is_self_or_bot(Actor(login=login), self.settings.bot_login):
             return False
         if config.user_listed(login):
             return True
