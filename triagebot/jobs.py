@@ -205,7 +205,7 @@ class JobStore:
                   self._thread(record.repo, record.number), self._k("state", "queued")],
             args=[record.model_dump_json(), record.id, ttl, time.time(),
                   self._k("job", "")])
-        return Created(status=_text(status), job=JobRecord.model_validate_json(raw))
+        return Created(status=text_of(status), job=JobRecord.model_validate_json(raw))
 
     def get(self, id_: str) -> JobRecord | None:
         raw = self.redis.get(self._job(id_))
@@ -266,7 +266,7 @@ class JobStore:
         # Only our own entry: a newer job on the thread may hold the key by now.
         key = self._active(record.repo, record.number, record.plan_hash)
         current = self.redis.get(key)
-        if current is not None and _text(current) == record.id:
+        if current is not None and text_of(current) == record.id:
             pipe.delete(key)
 
     def move(self, id_: str, to: JobState, **fields: Any) -> JobRecord:
@@ -304,7 +304,7 @@ class JobStore:
     def thread_jobs(self, repo: str, number: int, limit: int = 20) -> list[JobRecord]:
         """The thread's jobs, newest first."""
         ids = self.redis.zrevrange(self._thread(repo, number), 0, limit - 1)
-        records = [self.get(_text(i)) for i in ids]
+        records = [self.get(text_of(i)) for i in ids]
         return [r for r in records if r is not None]
 
     def count_by_state(self) -> dict[str, int]:
@@ -330,7 +330,7 @@ class JobStore:
         """
         ahead, seconds = 0, 0.0
         for state in ("queued", "running"):
-            ids = [_text(i) for i in self.redis.smembers(self._k("state", state))]
+            ids = [text_of(i) for i in self.redis.smembers(self._k("state", state))]
             for other in filter(None, (self.get(i) for i in ids)):
                 if other.gpu_kind != record.gpu_kind or other.id == record.id:
                     continue
@@ -406,8 +406,8 @@ class JobStore:
     def results(self, id_: str) -> dict[str, list[RunResult]]:
         out: dict[str, list[RunResult]] = {}
         stored = self.redis.hgetall(self._job(id_, "results"))
-        for field in sorted(stored, key=lambda f: _slot_order(_text(f))):
-            cell_id = _text(field).split("-r")[0]
+        for field in sorted(stored, key=lambda f: _slot_order(text_of(f))):
+            cell_id = text_of(field).split("-r")[0]
             out.setdefault(cell_id, []).append(RunResult.model_validate_json(stored[field]))
         return out
 
@@ -420,7 +420,7 @@ class JobStore:
 
     def report(self, id_: str) -> str | None:
         raw = self.redis.get(self._job(id_, "report"))
-        return _text(raw) if raw is not None else None
+        return text_of(raw) if raw is not None else None
 
     def findings(self, id_: str) -> dict[str, Any] | None:
         raw = self.redis.get(self._job(id_, "findings"))
@@ -429,13 +429,13 @@ class JobStore:
     # --- budgets ---------------------------------------------------------------------------
     def add_gpu_seconds(self, repo: str, seconds: float, day: str | None = None) -> float:
         """Add to the repo's GPU time today (UTC); returns the day's total in seconds."""
-        key = self._k("gpu-seconds", repo.lower(), day or _utc_day())
+        key = self._k("gpu-seconds", repo.lower(), day or utc_day())
         total = float(self.redis.incrbyfloat(key, seconds))
         self.redis.expire(key, 3 * 24 * 3600)
         return total
 
     def gpu_seconds_today(self, repo: str, day: str | None = None) -> float:
-        raw = self.redis.get(self._k("gpu-seconds", repo.lower(), day or _utc_day()))
+        raw = self.redis.get(self._k("gpu-seconds", repo.lower(), day or utc_day()))
         return float(raw) if raw is not None else 0.0
 
     # --- what /metrics and /readyz read ------------------------------------------------------
@@ -449,7 +449,7 @@ class JobStore:
         for key in self.redis.scan_iter(match=self._k("worker", "*"), count=200):
             raw = self.redis.get(key)
             if raw is not None:
-                out[_text(key).rsplit(":", 1)[-1]] = max(0.0, now - float(raw))
+                out[text_of(key).rsplit(":", 1)[-1]] = max(0.0, now - float(raw))
         return out
 
     def observe_cell(self, seconds: float) -> None:
@@ -463,7 +463,7 @@ class JobStore:
 
     def cell_histogram(self) -> tuple[dict[str, int], float, int]:
         """Per-bucket (not cumulative) counts, the sum and the count of cell durations."""
-        raw = {_text(k): _text(v) for k, v in
+        raw = {text_of(k): text_of(v) for k, v in
                self.redis.hgetall(self._k("metrics", "cell-seconds")).items()}
         buckets = {k: int(v) for k, v in raw.items() if k not in ("sum", "count")}
         return buckets, float(raw.get("sum", 0)), int(raw.get("count", 0))
@@ -473,7 +473,8 @@ class JobStore:
         return int(self.redis.llen(self.settings.celery_key_prefix + queue))
 
 
-def _text(value: Any) -> str:
+def text_of(value: Any) -> str:
+    """A Redis reply as text."""
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
@@ -482,5 +483,5 @@ def _slot_order(field: str) -> tuple[str, int]:
     return cell, int(round_) if round_.isdigit() else 0
 
 
-def _utc_day() -> str:
+def utc_day() -> str:
     return time.strftime("%Y%m%d", time.gmtime())

@@ -20,7 +20,7 @@ from triagebot.commands import Command, CommandError, help_text
 from triagebot.errors import PlanRejected
 from triagebot.events import Actor, ThreadEvent
 from triagebot.github import GitHubClient, Thread
-from triagebot.jobs import JobRecord, JobStore, job_id
+from triagebot.jobs import JobRecord, JobStore, job_id, text_of, utc_day
 from triagebot.options import ReproOptions
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
@@ -208,17 +208,22 @@ class Triage:
         return words.cancelled_jobs(active)
 
     # --- facts from GitHub, cached --------------------------------------------------------
-    def _config(self, gh: GitHubClient, repo: str) -> tuple[RepoConfig, list[str]]:
-        key = self.settings.key("repo-config", repo.lower())
+    def _cached(self, key: str, ttl_s: int, fetch: Callable[[], str | None]) -> str | None:
+        """`fetch()`, remembered in Redis for `ttl_s` (0: not at all); None is remembered too."""
         cached = self.store.redis.get(key)
         if cached is not None:
-            text: str | None = _text(cached)
-        else:
-            text = gh.file_text(repo, CONFIG_PATH)
-            if self.settings.repo_config_ttl_s:
-                self.store.redis.set(key, _ABSENT if text is None else text,
-                                     ex=self.settings.repo_config_ttl_s)
-        if text is None or text == _ABSENT:
+            text = text_of(cached)
+            return None if text == _ABSENT else text
+        value = fetch()
+        if ttl_s:
+            self.store.redis.set(key, _ABSENT if value is None else value, ex=ttl_s)
+        return value
+
+    def _config(self, gh: GitHubClient, repo: str) -> tuple[RepoConfig, list[str]]:
+        text = self._cached(self.settings.key("repo-config", repo.lower()),
+                            self.settings.repo_config_ttl_s,
+                            lambda: gh.file_text(repo, CONFIG_PATH))
+        if text is None:
             return RepoConfig.default(), []
         try:
             return parse_repo_config(text), []
@@ -230,22 +235,17 @@ class Triage:
             return False
         if config.user_listed(login):
             return True
-        key = self.settings.key("permission", repo.lower(), login.lower())
-        cached = self.store.redis.get(key)
-        if cached is not None:
-            permission = _text(cached)
-        else:
-            permission = gh.permission(repo, login)
-            if self.settings.permission_ttl_s:
-                self.store.redis.set(key, permission, ex=self.settings.permission_ttl_s)
+        permission = self._cached(self.settings.key("permission", repo.lower(), login.lower()),
+                                  self.settings.permission_ttl_s,
+                                  lambda: gh.permission(repo, login)) or "none"
         in_team = (permission not in handlers.RUN_PERMISSIONS
                    and any(gh.in_team(org, slug, login) for org, slug in handlers.teams(config)))
         return handlers.may_start_gpu_work(permission, login, config, in_team)
 
     def _first_refusal(self, repo: str, number: int, login: str) -> bool:
         """At most one refusal per user, thread and day: a refused user cannot make us spam."""
-        day = time.strftime("%Y%m%d", time.gmtime())
-        key = self.settings.key("refused", f"{repo.lower()}#{number}", login.lower(), day)
+        key = self.settings.key("refused", f"{repo.lower()}#{number}", login.lower(),
+                                utc_day())
         return bool(self.store.redis.set(key, "1", nx=True, ex=2 * 24 * 3600))
 
     # --- the job's comment ----------------------------------------------------------------
@@ -313,6 +313,3 @@ class Triage:
             if reaction:
                 gh.react(job.repo, int(job.trigger.removeprefix("comment-")), reaction)
 
-
-def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
