@@ -326,7 +326,7 @@ def test_manifest_asks_for_the_minimum():
 def _wheel_inputs() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]
-    return {"pyproject.toml", project["project"]["readme"], *wheel["packages"],
+    return {"pyproject.toml", "uv.lock", project["project"]["readme"], *wheel["packages"],
             *wheel.get("force-include", {})}
 
 
@@ -341,7 +341,10 @@ def test_images_run_triagebot_as_a_non_root_user(dockerfile):
     else:
         assert re.search(r"^ARG CUDA_IMAGE=nvidia/cuda:[0-9.]+-runtime-", text, flags=re.M)
         assert re.search(r"^ARG PYTHON_VERSION=3\.11$", text, flags=re.M)
-    # What the wheel is built from gets into the build context; nothing else does.
+    # Installs come from the committed lock, never from a fresh resolve.
+    assert re.search(r"uv sync --locked --no-editable", text)
+    assert "pip install" not in text and "uv pip install" not in text
+    # What the wheel is built from, and the lock, get into the build context; nothing else.
     ignore = (DEPLOY / f"{dockerfile}.dockerignore").read_text().splitlines()
     assert "*" in ignore
     allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}

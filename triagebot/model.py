@@ -218,6 +218,8 @@ class RunResult(_Model):
     warmups: int = 0
     spec: SpecCounters | None = None
     outputs_digest: str | None = None
+    # What the script could not measure on this engine release, in words for the report.
+    notes: list[str] = Field(default_factory=list)
     log_tail: str = ""
 
 

@@ -180,3 +180,17 @@ def test_divergence_is_not_checked_when_sampling() -> None:
         update={"temperature": 0.7})}) for c in plan.cells]
     f = analyze(plan.model_copy(update={"cells": cells}), results)
     assert all(not d.result.checked for d in f.divergence)
+
+
+def test_script_notes_and_the_version_that_ran_reach_the_findings() -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    plan = plan.model_copy(update={"engine_version": None})
+    first = plan.cells[0]
+    note = "acceptance not counted: this release verifies differently"
+    results = {cell_id: [r.model_copy(update={"engine_version": "5.24.0"}) for r in rounds]
+               for cell_id, rounds in results.items()}
+    results[first.cell_id] = [r.model_copy(update={"notes": [note]})
+                              for r in results[first.cell_id]]
+    f = analyze(plan, results, request=seed_request())
+    assert f.engine_version == "5.24.0"
+    assert f"{note} ({first.label})" in f.notes

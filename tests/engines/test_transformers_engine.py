@@ -2,6 +2,10 @@
 
 The scripts build `tiny-random-llama` (and its draft) from a config, so they run on a CPU
 with no downloads; each eager script takes a few seconds, mostly importing torch.
+
+Reporters and runners bring their own transformers, so every script test runs twice: under
+the project's locked environment (transformers 5.x) and under the locked 4.x environment in
+tests/envs/transformers4, which `./dev test` syncs.
 """
 
 from __future__ import annotations
@@ -24,6 +28,11 @@ from triagebot.render import render_cell
 
 NUM_PROMPTS, INPUT_LEN, MAX_TOKENS, K = 2, 48, 32, 3
 RUNS, WARMUPS = 2, 1
+ROOT = Path(__file__).resolve().parents[2]
+PYTHONS = {
+    "locked": Path(sys.executable),
+    "transformers4": ROOT / "tests" / "envs" / "transformers4" / ".venv" / "bin" / "python",
+}
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -72,22 +81,31 @@ def _script(where: Path, cell: Cell) -> Path:
     return script
 
 
-def run_script(cell: Cell, where: Path, runs: int = RUNS) -> RunResult:
+@pytest.fixture(scope="module", params=sorted(PYTHONS))
+def python(request: pytest.FixtureRequest) -> Path:
+    """The interpreter the scripts run under: one per locked transformers major."""
+    path = PYTHONS[request.param]
+    if not path.exists():
+        pytest.fail(f"{path} is missing: `./dev test` syncs tests/envs/{request.param}")
+    return path
+
+
+def run_script(cell: Cell, where: Path, python: Path, runs: int = RUNS) -> RunResult:
     script = _script(where, cell)
     result = where / "result.json"
     env = {**os.environ, "TRIAGEBOT_RESULT": str(result), "TRIAGEBOT_RUNS": str(runs)}
-    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
+    proc = subprocess.run([str(python), str(script)], env=env, capture_output=True,
                           text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     return RunResult.model_validate(json.loads(result.read_text()))
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunResult]:
-    """The three eager greedy cells, run once for every test that reads them."""
+def results(tmp_path_factory: pytest.TempPathFactory, python: Path) -> dict[str, RunResult]:
+    """The three eager greedy cells, run once per environment for every test that reads them."""
     base = tmp_path_factory.mktemp("tx")
     cells = {"no_spec": make_cell(), "draft": make_cell(draft()), "ngram": make_cell(ngram())}
-    return {name: run_script(cell, base / name) for name, cell in cells.items()}
+    return {name: run_script(cell, base / name, python) for name, cell in cells.items()}
 
 
 def assert_consistent_spec(res: RunResult, k: int = K) -> None:
@@ -163,15 +181,15 @@ def test_greedy_spec_is_lossless(results: dict[str, RunResult]) -> None:
     assert digests["ngram"] == digests["no_spec"]
 
 
-def test_compiled_ngram_cell_slow(tmp_path: Path) -> None:
+def test_compiled_ngram_cell_slow(tmp_path: Path, python: Path) -> None:
     """torch.compile of the target: about 20-40 s on 2 CPU cores with a cold inductor cache
     (most of it compiling), under 15 s with a warm one."""
-    res = run_script(make_cell(ngram(), enforce_eager=False), tmp_path)
+    res = run_script(make_cell(ngram(), enforce_eager=False), tmp_path, python)
     assert_ran(res)
     assert_consistent_spec(res)
 
 
-def test_pretrained_path_loads_local_weights(tmp_path: Path) -> None:
+def test_pretrained_path_loads_local_weights(tmp_path: Path, python: Path) -> None:
     """Any model id but the tiny ones goes through from_pretrained; a local copy of the
     tiny pair stands in for real weights, so nothing is downloaded."""
     helpers = runpy.run_path(str(_script(tmp_path / "builder", make_cell(draft()))),
@@ -180,7 +198,7 @@ def test_pretrained_path_loads_local_weights(tmp_path: Path) -> None:
     helpers["build_tiny_draft"](target).save_pretrained(tmp_path / "draft")
     target.save_pretrained(tmp_path / "target")
     cell = make_cell(draft(draft_model=str(tmp_path / "draft")), model=str(tmp_path / "target"))
-    res = run_script(cell, tmp_path / "run")
+    res = run_script(cell, tmp_path / "run", python)
     assert_ran(res)
     assert_consistent_spec(res)
 

@@ -540,6 +540,28 @@ def _runner_env(results: Mapping[str, Sequence[RunResult]]) -> RunEnv | None:
     return None
 
 
+def _engine_version(plan: Plan, results: Mapping[str, Sequence[RunResult]]) -> str | None:
+    """The release the plan pinned, else the one(s) the runs say they ran."""
+    if plan.engine_version:
+        return plan.engine_version
+    ran = sorted({r.engine_version for rounds in results.values() for r in rounds
+                  if r.engine_version})
+    return ", ".join(ran) or None
+
+
+def _run_notes(plan: Plan, results: Mapping[str, Sequence[RunResult]]) -> list[str]:
+    """What scripts could not measure, once per note, with the cells that said it."""
+    labels = {c.cell_id: c.label for c in plan.cells}
+    cells_by_note: dict[str, list[str]] = {}
+    for cell_id, rounds in results.items():
+        for result in rounds:
+            for note in result.notes:
+                said = cells_by_note.setdefault(note, [])
+                if labels.get(cell_id, cell_id) not in said:
+                    said.append(labels.get(cell_id, cell_id))
+    return [f"{note} ({', '.join(cells)})" for note, cells in cells_by_note.items()]
+
+
 def analyze(
     plan: Plan,
     results: Mapping[str, Sequence[RunResult]],
@@ -576,13 +598,13 @@ def analyze(
                               gpus_needed=gpus) if request is not None else None)
     outcome, reason = decide_outcome(request, comparisons, cells, collapse, against, plan)
     claims = _key_claims(request, comparisons, against)
-    notes = list(plan.notes)
+    notes = list(plan.notes) + _run_notes(plan, results)
     if band.source == "default":
         notes.append(f"noise band: {band.note}")
     return Findings(
         plan_hash=plan.plan_hash,
         engine=plan.engine,
-        engine_version=plan.engine_version,
+        engine_version=_engine_version(plan, results),
         question=plan.question,
         outcome=outcome,
         outcome_reason=reason,

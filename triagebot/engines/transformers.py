@@ -39,6 +39,12 @@ TINY_MAX_POSITIONS = 16384
 # The template passes `dtype=` to from_pretrained, which transformers took in 4.56.
 MIN_VERSION = (4, 56)
 
+# torch's intra-op threads on the CPU. The tiny models' matmuls gain nothing from a second
+# thread, and on a shared 2-core machine two threads spin against the neighbour: measured
+# here with one core busy, 2 threads ran at 31-90 tok/s (CV 26%), 1 thread at 403-527 tok/s
+# (CV 9%). A cell's OMP_NUM_THREADS overrides it.
+_CPU_THREADS = 1
+
 # Methods that need model-free candidates (copied from the sequence itself) and those
 # that a small draft model stands in for.
 _LOOKUP_METHODS = ("ngram", "suffix")
@@ -97,6 +103,7 @@ def engine_args(cell: Cell) -> dict[str, Any]:
         # Assisted generation verifies one sequence at a time.
         "batch_size": 1,
         "cache_implementation": "dynamic",
+        "cpu_threads": _CPU_THREADS,
         "compile": not cell.enforce_eager,
         "compile_draft": False,
         "compile_dynamic": True,
