@@ -203,6 +203,22 @@ def test_pretrained_path_loads_local_weights(tmp_path: Path, python: Path) -> No
     assert_consistent_spec(res)
 
 
+def test_counting_refuses_readings_no_verify_step_can_give(tmp_path: Path) -> None:
+    """The script's counter turns an unexpected release into words, never into numbers."""
+    helpers = runpy.run_path(str(_script(tmp_path, make_cell(ngram()))), run_name="triagebot_test")
+    verify = helpers["verify_steps"]
+    # Prompt of 10: prefill with 3 candidates keeps 2 (+1), then a step with none.
+    assert verify([(13, 13), (1, 14)], 10) == ([(3, 2), (0, 0)], None)
+    steps, reason = verify([(13, 13), (1, None)], 10)
+    assert steps is None and "not followed by a decoding step" in reason
+    steps, reason = verify([(11, 14)], 10)  # one candidate cannot add three tokens
+    assert steps is None and "grew the sequence from 10 to 14" in reason
+    tally = helpers["SpecTally"]()
+    tally.add([(11, 14)], 10)
+    tally.add([(13, 13)], 10)  # nothing is counted after the first bad reading
+    assert tally.result() is None and "no verify step can do" in tally.unmeasured
+
+
 # --- engine arguments -----------------------------------------------------------------
 
 
