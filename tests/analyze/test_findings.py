@@ -181,3 +181,51 @@ def test_divergence_is_not_checked_when_sampling() -> None:
         update={"temperature": 0.7})}) for c in plan.cells]
     f = analyze(plan.model_copy(update={"cells": cells}), results)
     assert all(not d.result.checked for d in f.divergence)
+
+
+def _scaled(r: RunResult, factor: float, **extra: object) -> RunResult:
+    runs = [m.model_copy(update={"tok_s": m.tok_s * factor, "seconds": m.seconds / factor})
+            for m in r.runs]
+    return RunResult.model_validate({**r.model_dump(), "runs": [m.model_dump() for m in runs],
+                                     **extra})
+
+
+def test_counted_forward_passes_explain_a_ratio_between_spec_cells() -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    graph, eager = plan.cells[3].cell_id, plan.cells[2].cell_id
+    tokens = sum(m.output_tokens for m in results[graph][0].runs)
+    same = {**results,
+            graph: [_scaled(results[graph][0], 1.0, forward_passes={"target": tokens // 2})],
+            eager: [_scaled(results[eager][0], 1.0, forward_passes={"target": tokens // 2})]}
+    f = analyze(plan, same, request=seed_request())
+    comp = next(c for c in f.comparisons if c.name == "graph/eager @ spec")
+    assert comp.explanation is not None
+    assert comp.explanation.source == "counted target forward passes"
+    assert comp.explanation.tokens_per_step_a == pytest.approx(2.0)
+    assert comp.explanation.driver == "step cost"
+    assert "acceptance unchanged" in comp.explanation.sentence
+    cell = next(c for c in f.cells if c.cell_id == graph)
+    assert cell.tokens_per_step == pytest.approx(2.0)
+    # Eager now needs a target step per token: half the graph speed-up is acceptance.
+    worse = {**same, eager: [_scaled(results[eager][0], 1.0, forward_passes={"target": tokens})]}
+    g = analyze(plan, worse, request=seed_request())
+    comp = next(c for c in g.comparisons if c.name == "graph/eager @ spec")
+    assert comp.explanation is not None and comp.explanation.driver == "both"
+    assert comp.explanation.tokens_per_step_ratio == pytest.approx(2.0)
+    # Spec vs no spec keeps its break-even step cost instead.
+    main = next(c for c in g.comparisons if c.name == "spec/no_spec @ graph")
+    assert main.explanation is None and main.step_cost is not None
+    assert g.decided_by.startswith("throughput")
+
+
+def test_a_differing_aa_pair_warns_and_the_margin_is_reported() -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    replica = plan.cells[4].cell_id
+    off = {**results, replica: [_scaled(results[replica][0], 0.85)]}
+    f = analyze(plan, off, request=seed_request(), margin=0.05)
+    aa = next(c for c in f.comparisons if c.kind == "noise")
+    assert aa.result.verdict == "DIFFERENT"
+    hint = next(h for h in f.hints if h.source == "aa-pair")
+    assert hint.severity == "warning" and "±5%" in hint.text
+    assert f.margin == 0.05
+    assert all(c.result.margin == 0.05 for c in f.comparisons)

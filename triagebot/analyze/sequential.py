@@ -119,15 +119,12 @@ def _solve(x: np.ndarray, density: np.ndarray, target: float, t_k: float) -> flo
     return float(brentq(excess, lo, hi, xtol=1e-6))
 
 
-def t_bound(z: float, df: float) -> float:
-    """A z boundary carried to Student t with `df` degrees of freedom (same tail mass)."""
+def t_bound(z: float, df: float | np.ndarray) -> np.ndarray:
+    """A z boundary carried to Student t with `df` degrees of freedom (same tail mass);
+    infinite where the boundary is or where there are no degrees of freedom."""
+    d = np.asarray(df, dtype=np.float64)
     if not math.isfinite(z):
-        return math.inf
-    if df <= 0:
-        return math.inf
-    return float(student_t.isf(norm.sf(z), df))
-
-
-def nominal_alpha(z: float) -> float:
-    """Two-sided nominal p-value threshold of a symmetric boundary at z."""
-    return 0.0 if not math.isfinite(z) else float(2.0 * norm.sf(z))
+        return np.full(d.shape, np.inf)
+    with np.errstate(invalid="ignore"):
+        out = student_t.isf(norm.sf(z), np.maximum(d, 1.0))
+    return np.where(d > 0, out, np.inf)

@@ -187,9 +187,14 @@ def explain_ratio(
                     f"{accept} ({tps:.2f}x); step cost unchanged ({cost_words})")
     else:
         driver = "both"
-        part = f"explains {share:.0%} of" if share is not None else "moves"
-        sentence = (f"acceptance {accept} ({tps:.2f}x) {part} the throughput change "
-                    f"({throughput_ratio:.2f}x); {cost_words} makes the rest")
+        head = f"acceptance {accept} ({tps:.2f}x)"
+        change = f"throughput change ({throughput_ratio:.2f}x)"
+        if share is None or share < 0:
+            sentence = f"{head} works against the {change}; {cost_words} outweighs it"
+        elif share > 1:
+            sentence = f"{head} more than explains the {change}; {cost_words} offsets part"
+        else:
+            sentence = f"{head} explains {share:.0%} of the {change}; {cost_words} makes the rest"
     return RatioExplanation(
         tokens_per_step_a=per_step_a, tokens_per_step_b=per_step_b, source=source,
         throughput_ratio=throughput_ratio, tokens_per_step_ratio=tps, step_cost_ratio=cost,

@@ -94,22 +94,12 @@ def look_bounds(
     )
 
 
-def _t_bound(z: float, df: FloatArray) -> FloatArray:
-    if not math.isfinite(z):
-        return np.full(df.shape, np.inf)
-    from scipy.stats import norm
-
-    with np.errstate(invalid="ignore"):
-        out = student_t.isf(norm.sf(z), np.maximum(df, 1.0))
-    return np.where(df > 0, out, np.inf)
-
-
 def classify(
     fit: blocks.BlockFit, different_z: float, same_z: float, margin: float
 ) -> tuple[NDArray[np.int64], FloatArray, FloatArray, FloatArray]:
     """(verdict codes, T, DIFFERENT t bound, SAME t bound) for a batch of fits."""
-    c = _t_bound(different_z, fit.df)
-    e = _t_bound(same_z, fit.df)
+    c = sequential.t_bound(different_z, fit.df)
+    e = sequential.t_bound(same_z, fit.df)
     m = math.log1p(margin)
     with np.errstate(invalid="ignore", divide="ignore"):
         t_stat = fit.theta / fit.se
