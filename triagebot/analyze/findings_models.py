@@ -369,7 +369,7 @@ class ReportedRatio(_Model):
     n_b: int = 0
     verdict: Verdict
     reported_class: Literal["DIFFERENT", "SAME"] = Field(
-        description="where the reporter's ratio falls against our noise band"
+        description="where the reporter's ratio falls against the margin"
     )
     reproduced: bool | None = Field(description="None: our verdict is UNKNOWN")
     sentence: str

@@ -94,7 +94,7 @@ def step_cost(
 ) -> StepCost | None:
     """The break-even comparison, or None when an input is not a positive finite number.
 
-    `ratio_ci` is the CI of tok_s_spec / tok_s_base (from stats.compare); since
+    `ratio_ci` is the interval of tok_s_spec / tok_s_base (the verdict's); since
     cost = length / ratio, it maps to the cost's CI with its ends swapped.
     """
     values = (acceptance_length, tok_s_spec, tok_s_base)

@@ -11,7 +11,7 @@ favouring whichever ran first, and the analysis treats each round as a block
 
 An A/A replica never runs right after or right before its original when the round holds
 more than two cells: back to back, the two share more conditions than the pairs they are
-the yardstick for, and the noise band would come out too narrow.
+the yardstick for, and the noise it measures would come out too small.
 """
 
 from __future__ import annotations
