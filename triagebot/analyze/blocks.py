@@ -67,7 +67,10 @@ def _aligned(a: Rounds, b: Rounds) -> tuple[list[FloatArray], list[FloatArray]]:
     batch = _shape([*a, *b])
     empty = np.empty((*batch, 0))
     n = max(len(a), len(b))
-    pad = lambda rs: [np.asarray(r, dtype=np.float64) for r in rs] + [empty] * (n - len(rs))  # noqa: E731
+
+    def pad(rounds: Rounds) -> list[FloatArray]:
+        return [np.asarray(r, dtype=np.float64) for r in rounds] + [empty] * (n - len(rounds))
+
     return pad(a), pad(b)
 
 
