@@ -152,9 +152,9 @@ def _comparison_rows(findings: Findings) -> list[list[Md]]:
 
 def _method_lines(findings: Findings) -> list[Md]:
     """How the verdicts were reached: margin, error budget, the A/A pair, the signal."""
-    ratio = next((c.result for c in findings.comparisons if c.kind == "ratio"), None)
+    method = next((c.result.method for c in findings.comparisons if c.result.method), "—")
     out = [_t(f"SAME means within ±{findings.margin:.0%} (the practical margin); the "
-              f"interval shown is the one held to it. Method: {ratio.method if ratio else '—'}; "
+              f"interval shown is the one held to it. Method: {method}; "
               "DIFFERENT is held to ≤ 1 % false positives over all looks, SAME to ≤ 5 % "
               "when the truth lies at the margin.", 600)]
     aa = next((c.result for c in findings.comparisons if c.kind == "noise"), None)
