@@ -44,6 +44,9 @@ max_runs = 30
 gpu_minutes_per_job = 90
 gpu_minutes_per_day = 600
 
+[verdict]
+margin_pct = 2.5
+
 [labels]
 reproduced = "repro: confirmed"
 not_reproduced = "repro: not reproduced"
@@ -133,6 +136,11 @@ def test_empty_file_and_defaults() -> None:
     ("[budget]\ngpu_minutes_per_day = 0", "budget.gpu_minutes_per_day = 0: must be at least 1"),
     ("[budget]\ngpu_minutes_per_job = 300\ngpu_minutes_per_day = 200",
      "budget.gpu_minutes_per_job = 300: is more than budget.gpu_minutes_per_day (200)"),
+    # [verdict]
+    ("[verdict]\nmargin_pct = 0.1", "verdict.margin_pct = 0.1: must be at least 0.5"),
+    ("[verdict]\nmargin_pct = 25", "verdict.margin_pct = 25: must be at most 20"),
+    ('[verdict]\nmargin_pct = "3%"', 'verdict.margin_pct = "3%": expected a number'),
+    ("[verdict]\nmargin_pct = true", "verdict.margin_pct = true: expected a number"),
     # [labels]
     ('[labels]\nreproduced = ""', 'labels.reproduced = "": a label name has 1 to 50'),
     ("[labels]\nerror = 3", "labels.error = 3: expected a string"),
@@ -166,7 +174,7 @@ def test_lists_are_bounded() -> None:
 def test_unknown_top_level_key_lists_the_sections() -> None:
     [problem] = _problems("[trigae]\nlabels = []")
     assert problem == ("trigae: unknown section; valid sections: triage, access, defaults, "
-                       "models, budget, labels")
+                       "models, budget, verdict, labels")
     # The attribute behind [budget] is not a second spelling of it.
     [problem] = _problems("[budget_section]\nruns = 3")
     assert problem.startswith("budget_section: unknown section")
@@ -178,6 +186,7 @@ def test_unknown_top_level_key_lists_the_sections() -> None:
     ("defaults", "engine, version, gpu"),
     ("models", "allow, trust_remote_code"),
     ("budget", "max_cells, max_runs, runs, gpu_minutes_per_day, gpu_minutes_per_job"),
+    ("verdict", "margin_pct"),
     ("labels", "reproduced, not_reproduced, inconclusive, error"),
 ])
 def test_unknown_key_in_a_section_lists_its_keys(section: str, valid: str) -> None:
@@ -213,6 +222,12 @@ def test_non_utf8_is_refused() -> None:
 
 def test_byte_order_mark_is_accepted() -> None:
     assert parse_repo_config("\ufeff[triage]\nrun = true".encode()).triage.run
+
+
+def test_margin_is_a_fraction_with_a_default() -> None:
+    assert RepoConfig.default().margin() == pytest.approx(0.03)
+    assert parse_repo_config(SAMPLE).margin() == pytest.approx(0.025)
+    assert parse_repo_config("[verdict]\nmargin_pct = 5").margin() == pytest.approx(0.05)
 
 
 def test_budget_maps_onto_the_plan_budget() -> None:

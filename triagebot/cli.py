@@ -306,7 +306,7 @@ def report(
     logs = {p.name.split("-r")[0]: p.read_text(errors="replace")
             for p in sorted((folder / "logs").glob("c*-r*.log"))}
     findings = analyze(plan_, {c.cell_id: results.get(c.cell_id, []) for c in plan_.cells},
-                       request=request, logs=logs)
+                       request=request, logs=logs, margin=_previous_margin(folder))
     scripts = [RenderedScript(cell_id=p.stem if p.suffix == ".py" else None, filename=p.name,
                               language="python" if p.suffix == ".py" else "bash",
                               text=p.read_text())
@@ -316,6 +316,19 @@ def report(
     (folder / "report.md").write_text(text)
     sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
     raise typer.Exit(OUTCOME_EXIT[findings.outcome])
+
+
+def _previous_margin(folder: Path) -> float:
+    """The margin the repro was judged with (its findings.json), so a re-render agrees."""
+    from pydantic import ValidationError
+
+    from triagebot.analyze.findings_models import Findings
+    from triagebot.analyze.verdict import DEFAULT_MARGIN
+
+    try:
+        return Findings.model_validate_json((folder / "findings.json").read_text()).margin
+    except (OSError, ValidationError):
+        return DEFAULT_MARGIN
 
 
 def _shell_word(word: str) -> str:

@@ -90,6 +90,8 @@ class JobRecord(BaseModel):
     cells: int = 0
     # The plan's own estimate of its GPU time, for queue ETAs.
     estimated_s: float = 0.0
+    # SAME means within ±margin: the repo config's, fixed when the job was created.
+    margin: float = 0.03
     runs_done: int = 0
     runs_planned: int = 0
     eta_s: float | None = None

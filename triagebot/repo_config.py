@@ -26,6 +26,9 @@ max_runs = 20
 gpu_minutes_per_job = 240
 gpu_minutes_per_day = 1440
 
+[verdict]           # what SAME means: within ±margin_pct % (default 3)
+margin_pct = 3
+
 [labels]            # set on the thread when a job ends with this outcome
 reproduced = "repro: confirmed"
 ```
@@ -53,6 +56,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictFloat,
     StrictInt,
     StrictStr,
     ValidationError,
@@ -194,6 +198,11 @@ class BudgetConfig(_Section):
         return value
 
 
+class VerdictConfig(_Section):
+    # Below ~1 % a SAME verdict needs hundreds of runs; above 20 % it says nothing.
+    margin_pct: StrictFloat = Field(default=3.0, ge=0.5, le=20.0)
+
+
 class LabelsConfig(_Section):
     reproduced: LabelName | None = None
     not_reproduced: LabelName | None = None
@@ -212,6 +221,7 @@ class RepoConfig(BaseModel):
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     # `[budget]` in the file; the attribute has another name so `budget()` can be a method.
     budget_section: BudgetConfig = Field(default_factory=BudgetConfig, alias="budget")
+    verdict: VerdictConfig = Field(default_factory=VerdictConfig)
     labels: LabelsConfig = Field(default_factory=LabelsConfig)
 
     @classmethod
@@ -226,6 +236,10 @@ class RepoConfig(BaseModel):
         return Budget(max_cells=section.max_cells, runs=section.runs,
                       max_runs=section.max_runs, time_limit_s=limit,
                       cell_time_limit_s=min(_BUDGET.cell_time_limit_s, limit))
+
+    def margin(self) -> float:
+        """The practical margin of SAME as a fraction (3 % -> 0.03)."""
+        return self.verdict.margin_pct / 100.0
 
     def policy(self) -> PlanPolicy:
         return PlanPolicy(trust_remote_code=list(self.models.trust_remote_code))
@@ -314,6 +328,7 @@ def _shown(value: Any) -> str:
 
 _MESSAGES: dict[str, Callable[[ErrorDetails], str]] = {
     "int_type": lambda e: "expected a whole number",
+    "float_type": lambda e: "expected a number",
     "bool_type": lambda e: "expected true or false",
     "string_type": lambda e: "expected a string in quotes",
     "tuple_type": lambda e: 'expected a list, as in ["a", "b"]',

@@ -7,7 +7,7 @@ from functools import cache
 import pytest
 
 from tests.conftest import seed_path
-from triagebot.analyze import stats
+from triagebot.analyze import verdict
 from triagebot.analyze.against_report import env_diff, judge_ratio, match_label, read_label
 from triagebot.analyze.findings_models import ComparisonFinding
 from triagebot.model import Environment, Plan, ReproRequest, RunEnv
@@ -61,8 +61,7 @@ def test_unclear_labels_are_listed_not_guessed(label: str, why: str) -> None:
 
 
 def _finding(a: list[float], b: list[float]) -> ComparisonFinding:
-    band = stats.default_band("test", half_width_pct=0.05)
-    res = stats.compare(a, b, band)
+    res = verdict.compare([a], [b], margin=0.05)
     return ComparisonFinding(name="x", kind="ratio", numerator=["a"], denominator=["b"],
                              result=res)
 

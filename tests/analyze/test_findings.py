@@ -50,7 +50,7 @@ def test_reproduced_headline_quotes_ours_and_the_reporters_ratio() -> None:
     assert f.headline.startswith("Reproduced: with MTP k=1 under CUDA graphs zai-org/GLM-OCR "
                                  "runs at 0.57x [")
     assert "(5 v 5 runs) the speed of no speculation (reported 0.56x)" in f.headline
-    assert "under eager it is 1.55x (5 v 5 runs, reported 1.53x)" in f.headline
+    assert "under eager it is 1.54x (5 v 5 runs, reported 1.53x)" in f.headline
     assert f.noise.source == "aa_pair"
     graph = next(c for c in f.comparisons if c.name == "spec/no_spec @ graph")
     assert graph.main and graph.result.verdict == "DIFFERENT"
@@ -82,13 +82,14 @@ def test_failed_cells_say_why_and_are_not_escalated() -> None:
     assert crashed.status == "crashed" and "illegal memory access" in (crashed.error or "")
     assert f.needs_more_runs == {}
     assert f.noise.source == "default"
-    assert any("noise band" in n for n in f.notes)
+    assert any("A/A pair: " in n for n in f.notes)
 
 
 def test_unknown_comparisons_ask_for_the_next_look() -> None:
     plan, results = load_fixture("noisy_unknown")
     f = analyze(plan, results, request=seed_request())
-    assert f.needs_more_runs == {"spec/no_spec @ eager": 5, "spec/no_spec @ graph": 5}
+    # 10 runs per arm passed the look at 8; the next look is at 12.
+    assert f.needs_more_runs == {"spec/no_spec @ eager": 2, "spec/no_spec @ graph": 2}
     cell = f.cells[0]
     assert cell.rounds == 2 and cell.throughput.n == 10
 
@@ -194,3 +195,51 @@ def test_script_notes_and_the_version_that_ran_reach_the_findings() -> None:
     f = analyze(plan, results, request=seed_request())
     assert f.engine_version == "5.24.0"
     assert f"{note} ({first.label})" in f.notes
+
+
+def _scaled(r: RunResult, factor: float, **extra: object) -> RunResult:
+    runs = [m.model_copy(update={"tok_s": m.tok_s * factor, "seconds": m.seconds / factor})
+            for m in r.runs]
+    return RunResult.model_validate({**r.model_dump(), "runs": [m.model_dump() for m in runs],
+                                     **extra})
+
+
+def test_counted_forward_passes_explain_a_ratio_between_spec_cells() -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    graph, eager = plan.cells[3].cell_id, plan.cells[2].cell_id
+    tokens = sum(m.output_tokens for m in results[graph][0].runs)
+    same = {**results,
+            graph: [_scaled(results[graph][0], 1.0, forward_passes={"target": tokens // 2})],
+            eager: [_scaled(results[eager][0], 1.0, forward_passes={"target": tokens // 2})]}
+    f = analyze(plan, same, request=seed_request())
+    comp = next(c for c in f.comparisons if c.name == "graph/eager @ spec")
+    assert comp.explanation is not None
+    assert comp.explanation.source == "counted target forward passes"
+    assert comp.explanation.tokens_per_step_a == pytest.approx(2.0)
+    assert comp.explanation.driver == "step cost"
+    assert "acceptance unchanged" in comp.explanation.sentence
+    cell = next(c for c in f.cells if c.cell_id == graph)
+    assert cell.tokens_per_step == pytest.approx(2.0)
+    # Eager now needs a target step per token: half the graph speed-up is acceptance.
+    worse = {**same, eager: [_scaled(results[eager][0], 1.0, forward_passes={"target": tokens})]}
+    g = analyze(plan, worse, request=seed_request())
+    comp = next(c for c in g.comparisons if c.name == "graph/eager @ spec")
+    assert comp.explanation is not None and comp.explanation.driver == "both"
+    assert comp.explanation.tokens_per_step_ratio == pytest.approx(2.0)
+    # Spec vs no spec keeps its break-even step cost instead.
+    main = next(c for c in g.comparisons if c.name == "spec/no_spec @ graph")
+    assert main.explanation is None and main.step_cost is not None
+    assert g.decided_by.startswith("throughput")
+
+
+def test_a_differing_aa_pair_warns_and_the_margin_is_reported() -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    replica = plan.cells[4].cell_id
+    off = {**results, replica: [_scaled(results[replica][0], 0.85)]}
+    f = analyze(plan, off, request=seed_request(), margin=0.05)
+    aa = next(c for c in f.comparisons if c.kind == "noise")
+    assert aa.result.verdict == "DIFFERENT"
+    hint = next(h for h in f.hints if h.source == "aa-pair")
+    assert hint.severity == "warning" and "±5%" in hint.text
+    assert f.margin == 0.05
+    assert all(c.result.margin == 0.05 for c in f.comparisons)

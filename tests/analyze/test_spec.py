@@ -210,3 +210,48 @@ def test_spec_diagnostics_combines_everything() -> None:
     assert got.step_cost is not None and not got.step_cost.spec_pays_off
     assert {f.kind for f in got.collapse} == {"length_near_one", "rate_drop"}
     assert spec.spec_diagnostics("x", counters(0, 0, 0, [])).step_cost is None
+
+
+# --- explaining a throughput ratio -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("ratio", "ci", "a", "b", "driver", "words"), [
+    # The drafter got worse and that is all: 2.2 / 3.1 = 0.71.
+    (0.71, (0.69, 0.73), 2.2, 3.1, "acceptance", "fully explained by acceptance 3.10 → 2.20"),
+    # Same drafter, dearer steps.
+    (0.893, (0.87, 0.91), 3.1, 3.1, "step cost", "acceptance unchanged"),
+    # Nothing moved.
+    (1.0, (0.98, 1.02), 2.5, 2.51, "neither", "step cost unchanged"),
+    # Both moved the same way: acceptance 0.9x of a 0.8x change.
+    (0.8, (0.78, 0.82), 2.7, 3.0, "both", "explains 47% of"),
+    # Acceptance fell but throughput rose: the step got much cheaper.
+    (2.28, (2.2, 2.35), 1.0, 1.92, "both", "works against"),
+])
+def test_explain_ratio(ratio: float, ci: tuple[float, float], a: float, b: float,
+                       driver: str, words: str) -> None:
+    got = spec.explain_ratio(ratio, ci, a, b)
+    assert got is not None
+    assert got.driver == driver, got.sentence
+    assert words in got.sentence
+    # tok/s = tokens per step / seconds per step, exactly.
+    assert got.tokens_per_step_ratio / got.step_cost_ratio == pytest.approx(ratio)
+    assert got.step_cost_ci_low is not None and got.step_cost_ci_high is not None
+    assert got.step_cost_ci_low <= got.step_cost_ratio <= got.step_cost_ci_high
+
+
+def test_explain_ratio_step_cost_up_12_percent() -> None:
+    got = spec.explain_ratio(1 / 1.12, (0.87, 0.91), 2.4, 2.4)
+    assert got is not None and "step cost up 12%" in got.sentence
+
+
+@pytest.mark.parametrize("args", [(0.0, 2.0, 2.0), (1.0, -1.0, 2.0), (float("nan"), 2.0, 2.0)])
+def test_explain_ratio_bad_inputs_give_none(args: tuple[float, float, float]) -> None:
+    assert spec.explain_ratio(args[0], None, args[1], args[2]) is None
+
+
+def test_tokens_per_step_prefers_counted_passes() -> None:
+    acc = spec.acceptance(SpecCounters(num_drafts=10, num_draft_tokens=20,
+                                       num_accepted_tokens=15))
+    assert spec.tokens_per_step(acc, 40, 100) == (2.5, "counted target forward passes")
+    assert spec.tokens_per_step(acc, None, None) == (2.5, "acceptance length")
+    assert spec.tokens_per_step(None, 0, 100) is None

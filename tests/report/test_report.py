@@ -72,8 +72,9 @@ def test_chart_and_tables_quote_run_counts() -> None:
     text = report_for("reproduced_slowdown")
     assert "```mermaid\nxychart-beta\n" in text
     assert '"spec + graph (n=5)"' in text
-    assert "| spec/no\\_spec @ graph | 0.566x [0.561, 0.582] | 0.0079 | **DIFFERENT** | 5 v 5 |" \
-        in text
+    assert "| spec/no\\_spec @ graph | 0.570x [0.561, 0.580] | **DIFFERENT** | 5 v 5 | " in text
+    assert "SAME means within ±3%" in text and "A/A pair (two runs" in text
+    assert "Decided by: throughput" in text
     assert "reproduced: 0.57x vs 0.56x reported (5 v 5 runs)" in text
 
 

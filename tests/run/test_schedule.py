@@ -11,6 +11,7 @@ from triagebot.model import Budget, Cell, CellWorkload, Comparison, Plan, Sampli
 from triagebot.run.schedule import (
     aa_pairs,
     initial_schedule,
+    mirrored_rounds,
     round_order,
     round_seed,
     schedule_round,
@@ -108,3 +109,29 @@ def test_initial_schedule_covers_the_budget_and_keeps_pairs_apart(rounds: int) -
     (orig, rep), = aa_pairs(plan)
     assert not _adjacent([s.cell_id for s in slots], orig, rep)
     assert slots == initial_schedule(plan, rounds=rounds)
+
+
+def test_default_schedule_is_two_mirrored_rounds() -> None:
+    plan = _plan(6, runs=5)
+    slots = initial_schedule(plan)
+    first = [s.cell_id for s in slots if s.round == 0]
+    second = [s.cell_id for s in slots if s.round == 1]
+    assert second == first[::-1]
+    assert {s.runs for s in slots if s.round == 0} == {3}
+    assert {s.runs for s in slots if s.round == 1} == {2}
+    # A B | B A: every cell's mean position over the pair is the same, so a steady drift
+    # of the machine shifts every arm alike.
+    position = {cid: first.index(cid) + len(first) + second.index(cid) for cid in first}
+    assert len(set(position.values())) == 1
+
+
+def test_escalation_rounds_mirror_and_split_odd_counts() -> None:
+    plan = _plan(4)
+    ids = [c.cell_id for c in plan.cells]
+    slots = mirrored_rounds(plan, 6, {ids[0]: 3, ids[1]: 3, ids[2]: 0}, previous=ids[1])
+    assert [(s.round, s.runs) for s in slots[:2]] == [(6, 2), (6, 2)]
+    assert [s.cell_id for s in slots[2:]] == [s.cell_id for s in slots[:2]][::-1]
+    assert [(s.round, s.runs) for s in slots[2:]] == [(7, 1), (7, 1)]
+    one = mirrored_rounds(plan, 2, {ids[0]: 1})
+    assert [(s.cell_id, s.round, s.runs) for s in one] == [(ids[0], 2, 1)]
+    assert mirrored_rounds(plan, 2, {ids[0]: 0}) == []

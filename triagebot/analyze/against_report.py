@@ -6,8 +6,8 @@ only when exactly one first-replica cell satisfies every word it uses; anything 
 listed as unmatched with the reason, never guessed.
 
 A reporter's ratio counts as reproduced when our CI contains it, or when our verdict and
-the reporter's ratio fall on the same side of our noise band (both DIFFERENT in the same
-direction, or both inside it). Our UNKNOWN leaves it undecided (None).
+the reporter's ratio fall on the same side of the practical margin (both DIFFERENT in the
+same direction, or both inside it: SAME). Our UNKNOWN leaves it undecided (None).
 """
 
 from __future__ import annotations
@@ -188,11 +188,11 @@ def judge_ratio(
         return True, rep_class, "our CI contains the reported ratio"
     same_way = (res.ratio > 1) == (reported > 1)
     if res.verdict == "DIFFERENT" and rep_class == "DIFFERENT" and same_way:
-        return True, rep_class, "both differ from 1 beyond the noise band, in the same direction"
+        return True, rep_class, "both differ from 1 beyond the margin, in the same direction"
     if res.verdict == "SAME" and rep_class == "SAME":
-        return True, rep_class, "both lie inside the noise band"
+        return True, rep_class, "both lie inside the margin"
     if res.verdict == "SAME":
-        return False, rep_class, "we measure no difference beyond noise"
+        return False, rep_class, "we measure no difference beyond the margin"
     if rep_class == "SAME":
         return False, rep_class, "we measure a difference the reporter did not see"
     return False, rep_class, "we measure the opposite direction"

@@ -27,9 +27,17 @@ comparison (e.g. `spec/no_spec`), and they are the "main question".
 4. Otherwise (no claim to check) `inconclusive`.
 
 `needs_more_runs` maps each UNKNOWN ratio comparison to the runs per arm that the next
-look of the escalation schedule asks for (`stats.next_step`), so the CLI can run them.
-Ratio verdicts are taken at the alpha of the look the run count reached, so repeated
-looks keep the false-positive bound of `stats`.
+look of the escalation schedule asks for (`verdict.next_step`), so the runner can run
+them. Ratio verdicts are taken at the boundaries of the look the run count reached, so
+repeated looks keep the error budget of `verdict`.
+
+**Rounds.** A cell's i-th RunResult is its i-th round. Both arms of a comparison are
+escalated together, so their rounds line up and serve as the blocks of the verdict model.
+
+**Signals.** Throughput decides a ratio verdict. Where both arms have tokens per target
+step (acceptance length, or counted forward passes), the ratio is split into that nearly
+deterministic part and the cost of a step (`spec.explain_ratio`), so the report can say
+whether the drafter or the step changed. `decided_by` names the signal behind the outcome.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from triagebot.analyze import stats
+from triagebot.analyze import stats, verdict
 from triagebot.analyze.against_report import against_report
 from triagebot.analyze.findings_models import (
     AcceptanceStats,
@@ -52,6 +60,7 @@ from triagebot.analyze.findings_models import (
     InteractionFinding,
     NoiseBand,
     Outcome,
+    RatioExplanation,
     SignatureHit,
     StepFitFinding,
 )
@@ -60,9 +69,11 @@ from triagebot.analyze.spec import (
     acceptance,
     detect_collapse,
     detect_divergence,
+    explain_ratio,
     fit_step_cost,
     step_cost,
     step_seconds,
+    tokens_per_step,
 )
 from triagebot.model import Cell, Comparison, Plan, ReproRequest, RunEnv, RunResult, SpecCounters
 
@@ -97,6 +108,22 @@ def _short(text: str | None) -> str | None:
     return line[:ERROR_CHARS] or None
 
 
+def _forward_counts(ok: Sequence[RunResult]) -> tuple[int | None, int | None]:
+    """(target forward passes, output tokens) over the rounds that counted passes.
+
+    The count is an extra field of the result (`forward_passes.target`), written by the
+    transformers reference engine; a value that is not a positive integer is ignored.
+    """
+    steps = tokens = 0
+    for r in ok:
+        passes = (r.model_extra or {}).get("forward_passes")
+        target = passes.get("target") if isinstance(passes, dict) else None
+        if isinstance(target, int) and not isinstance(target, bool) and target > 0:
+            steps += target
+            tokens += sum(m.output_tokens for m in r.runs)
+    return (steps, tokens) if steps and tokens else (None, None)
+
+
 def summarize(cell: Cell, rounds: Sequence[RunResult]) -> CellFinding:
     """One cell's rounds merged: runs concatenated, counters summed, failures explained."""
     ok = [r for r in rounds if r.status == "ok"]
@@ -111,6 +138,8 @@ def summarize(cell: Cell, rounds: Sequence[RunResult]) -> CellFinding:
         notes.append("rounds of this cell produced different outputs: the engine is not "
                      "deterministic here, so output comparisons are not checked")
     counters = merge_counters([r.spec for r in ok if r.spec is not None])
+    acc = acceptance(counters) if counters is not None else None
+    per_step = tokens_per_step(acc, *_forward_counts(ok))
     status: str
     error = None
     if not rounds:
@@ -132,7 +161,9 @@ def summarize(cell: Cell, rounds: Sequence[RunResult]) -> CellFinding:
         rounds=len(rounds),
         notes=notes,
         throughput=stats.summarize_cell(samples),
-        acceptance=acceptance(counters) if counters is not None else None,
+        acceptance=acc,
+        tokens_per_step=per_step[0] if per_step else None,
+        tokens_per_step_source=per_step[1] if per_step else None,
         outputs_digest=next(iter(digests)) if len(digests) == 1 else None,
     )
 
@@ -142,6 +173,16 @@ def summarize(cell: Cell, rounds: Sequence[RunResult]) -> CellFinding:
 
 def _samples(ids: Sequence[str], results: Mapping[str, Sequence[RunResult]]) -> list[float]:
     return [x for cid in ids for x in stats.samples_from(results.get(cid, ()))]
+
+
+def _rounds(ids: Sequence[str], results: Mapping[str, Sequence[RunResult]]) -> list[list[float]]:
+    """tok/s per round of an arm (cells of the arm pooled round by round)."""
+    width = max((len(results.get(cid, ())) for cid in ids), default=0)
+    out: list[list[float]] = [[] for _ in range(width)]
+    for cid in ids:
+        for i, result in enumerate(results.get(cid, ())):
+            out[i].extend(stats.samples_from([result]))
+    return out
 
 
 def _band(plan: Plan, results: Mapping[str, Sequence[RunResult]]) -> NoiseBand:
@@ -178,24 +219,27 @@ def _ratio_finding(
     plan: Plan,
     comp: Comparison,
     results: Mapping[str, Sequence[RunResult]],
-    band: NoiseBand,
     cells: Mapping[str, CellFinding],
     main: set[str],
+    margin: float,
 ) -> tuple[ComparisonFinding, int]:
-    a, b = _samples(comp.numerator, results), _samples(comp.denominator, results)
-    runs = min(len(a), len(b))
+    a, b = _rounds(comp.numerator, results), _rounds(comp.denominator, results)
+    runs = min(sum(map(len, a)), sum(map(len, b)))
     max_runs = max(plan.budget.max_runs, runs, 1)
-    decision = stats.next_step(a, b, band, runs, max_runs, name=comp.name)
+    decision = verdict.next_step(a, b, runs, max_runs, margin=margin, name=comp.name)
     res = decision.comparison
     more = decision.more_runs_per_arm if decision.action == "run_more" else 0
     pair = _spec_pair(plan, comp)
+    ci = (res.ci_low, res.ci_high) if res.ci_low and res.ci_high else None
     cost = None
+    explanation = None
     if pair and res.median_a and res.median_b:
         acc = cells[pair[0].cell_id].acceptance
         length = acc.mean_acceptance_length if acc else None
-        ci = (res.ci_low, res.ci_high) if res.ci_low and res.ci_high else None
         if length:
             cost = step_cost(length, res.median_a, res.median_b, ratio_ci=ci)
+    elif res.ratio:
+        explanation = _explain(comp, cells, res.ratio, ci)
     finding = ComparisonFinding(
         name=comp.name,
         kind="ratio",
@@ -205,16 +249,32 @@ def _ratio_finding(
         main=comp.name in main,
         result=res,
         step_cost=cost,
+        explanation=explanation,
         next_action=decision.reason,
     )
     return finding, more
 
 
+def _explain(comp: Comparison, cells: Mapping[str, CellFinding], ratio: float,
+             ci: tuple[float, float] | None) -> RatioExplanation | None:
+    """The tokens-per-step / step-cost split, for single-cell arms that both have it."""
+    if len(comp.numerator) != 1 or len(comp.denominator) != 1:
+        return None
+    num, den = cells[comp.numerator[0]], cells[comp.denominator[0]]
+    if num.tokens_per_step is None or den.tokens_per_step is None:
+        return None
+    source = num.tokens_per_step_source if num.tokens_per_step_source == \
+        den.tokens_per_step_source else f"{num.tokens_per_step_source} / " \
+        f"{den.tokens_per_step_source}"
+    return explain_ratio(ratio, ci, num.tokens_per_step, den.tokens_per_step,
+                         source=source or "")
+
+
 def _noise_finding(
-    comp: Comparison, results: Mapping[str, Sequence[RunResult]], band: NoiseBand
+    comp: Comparison, results: Mapping[str, Sequence[RunResult]], margin: float
 ) -> ComparisonFinding:
-    a, b = _samples(comp.numerator, results), _samples(comp.denominator, results)
-    res = stats.compare(a, b, band, name=comp.name)
+    a, b = _rounds(comp.numerator, results), _rounds(comp.denominator, results)
+    res = verdict.compare(a, b, margin=margin, name=comp.name)
     return ComparisonFinding(
         name=comp.name,
         kind="noise",
@@ -222,7 +282,7 @@ def _noise_finding(
         numerator=list(comp.numerator),
         denominator=list(comp.denominator),
         result=res,
-        next_action="sets the noise band",
+        next_action="measures the runner's noise and drift between two runs of one cell",
     )
 
 
@@ -525,6 +585,52 @@ def headline(
     return text + ("; " + "; ".join(others) if others else "") + "."
 
 
+def _runner_hints(comparisons: Sequence[ComparisonFinding], margin: float) -> list[Hint]:
+    """Drift seen within a comparison, and an A/A pair that differs: what the runner did."""
+    out: list[Hint] = []
+    for comp in comparisons:
+        res = comp.result
+        if res.drift is not None and res.drift.present:
+            out.append(Hint(severity="info", source="drift", text=f"{comp.name}: "
+                            f"{res.drift.note}"))
+        if comp.kind == "noise" and res.verdict == "DIFFERENT" and res.ratio:
+            out.append(Hint(
+                severity="warning", source="aa-pair",
+                text=f"the A/A pair, two runs of one configuration, differs by "
+                     f"{res.ratio - 1:+.1%} ({res.reason}): this runner moves between script "
+                     "starts by more than its run-to-run noise, so DIFFERENT verdicts near "
+                     f"that size, and SAME verdicts near the ±{margin:.0%} margin, are less "
+                     "certain than stated"))
+    return out
+
+
+def _decided_by(request: ReproRequest | None, outcome: Outcome,
+                comparisons: Sequence[ComparisonFinding], claims: Sequence[Any],
+                plan: Plan) -> str:
+    """The measurement the outcome rests on, in words, and what explains it."""
+    symptom = request.symptom if request else None
+    if outcome == "error" or (symptom == "crash" and outcome == "reproduced"):
+        signal = "run status"
+    elif claims and not plan.stands_in_for:
+        signal = "throughput, against the reporter's ratios"
+    elif symptom == "acceptance_drop":
+        signal = "acceptance counters"
+    elif symptom == "crash":
+        signal = "run status"
+    elif symptom in ("spec_slower_than_baseline", "graph_slower_than_eager"):
+        signal = "throughput"
+    else:
+        return ""
+    if signal.startswith("throughput"):
+        first = next((c for c in comparisons if c.main and c.explanation), None)
+        if first and first.explanation and first.explanation.driver != "neither":
+            signal += f"; explained by {first.explanation.driver} ({first.explanation.source})"
+        cost = next((c for c in comparisons if c.main and c.step_cost), None)
+        if first is None and cost and cost.step_cost:
+            signal += "; explained by step cost against acceptance length"
+    return signal
+
+
 # --- entry point ------------------------------------------------------------------------
 
 
@@ -569,38 +675,41 @@ def analyze(
     request: ReproRequest | None = None,
     logs: Mapping[str, str] | None = None,
     signatures: Sequence[Signature] | None = None,
+    margin: float = verdict.DEFAULT_MARGIN,
 ) -> Findings:
-    """Findings for `plan` from `results` (cell_id -> rounds of RunResults)."""
+    """Findings for `plan` from `results` (cell_id -> rounds of RunResults); SAME means
+    within ±`margin` (the repo's `[verdict] margin_pct`)."""
     cells = {c.cell_id: summarize(c, results.get(c.cell_id, ())) for c in plan.cells}
     band = _band(plan, results)
+    same_region = verdict.margin_band(margin)
     main = _main_names(plan)
     comparisons: list[ComparisonFinding] = []
     more: dict[str, int] = {}
     for comp in plan.comparisons:
         if comp.kind == "noise":
-            comparisons.append(_noise_finding(comp, results, band))
+            comparisons.append(_noise_finding(comp, results, margin))
         elif comp.kind == "ratio":
-            finding, runs = _ratio_finding(plan, comp, results, band, cells, main)
+            finding, runs = _ratio_finding(plan, comp, results, cells, main, margin)
             comparisons.append(finding)
             stuck = any(cells[c].status != "ok" for c in comp.numerator + comp.denominator)
             if runs and not stuck:
                 more[comp.name] = runs
     by_name = {c.name: c for c in plan.comparisons if c.kind == "ratio"}
     interactions = [i for c in plan.comparisons if c.kind == "interaction"
-                    if (i := _interaction(c, by_name, results, band)) is not None]
+                    if (i := _interaction(c, by_name, results, same_region)) is not None]
     collapse = _collapse(plan, cells)
     divergence = _divergence(plan, cells)
     hits = _signatures(plan, results, logs, signatures)
     runner = _runner_env(results)
     cell_list = list(cells.values())
     gpus = max(c.tensor_parallel_size * c.data_parallel_size for c in plan.cells)
-    against = (against_report(request, plan, cell_list, comparisons, band, runner,
+    against = (against_report(request, plan, cell_list, comparisons, same_region, runner,
                               gpus_needed=gpus) if request is not None else None)
     outcome, reason = decide_outcome(request, comparisons, cells, collapse, against, plan)
     claims = _key_claims(request, comparisons, against)
     notes = list(plan.notes) + _run_notes(plan, results)
     if band.source == "default":
-        notes.append(f"noise band: {band.note}")
+        notes.append(f"A/A pair: {band.note}")
     return Findings(
         plan_hash=plan.plan_hash,
         engine=plan.engine,
@@ -618,9 +727,12 @@ def analyze(
         collapse=collapse,
         divergence=divergence,
         signatures=hits,
-        hints=_hints(plan, cell_list, hits, collapse, divergence),
+        hints=[*_hints(plan, cell_list, hits, collapse, divergence),
+               *_runner_hints(comparisons, margin)],
         against_report=against,
         runner_env=runner.model_dump() if runner else {},
+        margin=margin,
+        decided_by=_decided_by(request, outcome, comparisons, claims, plan),
         needs_more_runs=more,
         notes=notes,
     )

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Verdict = Literal["DIFFERENT", "SAME", "UNKNOWN"]
-BandSource = Literal["aa_pair", "default"]
+BandSource = Literal["aa_pair", "default", "margin"]
 
 
 class _Model(BaseModel):
@@ -55,8 +55,23 @@ class NoiseBand(_Model):
     note: str = ""
 
 
+class DriftCheck(_Model):
+    """A linear trend of throughput in time within the cells of one comparison."""
+
+    per_round: float = Field(description="relative change of throughput per round")
+    p_value: float
+    present: bool
+    rounds: int
+    note: str
+
+
 class ComparisonResult(_Model):
-    """Numerator cell `a` over denominator cell `b` (ratio of medians)."""
+    """Numerator cell `a` over denominator cell `b`.
+
+    `ratio` is the ratio of geometric means (rounds as blocks, `verdict.py`); `ci_low` /
+    `ci_high` is the interval the verdict holds to the margin at this look, whose nominal
+    coverage `ci_level` grows as looks are spent.
+    """
 
     name: str = ""
     n_a: int
@@ -70,7 +85,19 @@ class ComparisonResult(_Model):
     p_value: float | None = None
     p_method: str | None = None
     alpha: float = Field(description="threshold the p-value was held to at this look")
-    band: NoiseBand
+    band: NoiseBand = Field(description="the SAME region: the practical margin")
+    margin: float | None = Field(default=None, description="SAME means within ±margin")
+    method: str = ""
+    signal: str = Field(default="throughput", description="the measurement that decided")
+    look: int | None = Field(default=None, description="0-based look of the schedule")
+    looks: int | None = None
+    t_stat: float | None = None
+    different_bound: float | None = Field(default=None, description="|T| needed for DIFFERENT")
+    same_bound: float | None = Field(default=None, description="t multiplier of the interval")
+    df: float | None = None
+    rounds: int = Field(default=0, description="rounds in which both arms ran")
+    run_cv: float | None = Field(default=None, description="run-to-run CV, blocks removed")
+    drift: DriftCheck | None = None
     verdict: Verdict
     reason: str
 
@@ -149,6 +176,30 @@ class StepCost(_Model):
     sentence: str
 
 
+class RatioExplanation(_Model):
+    """A throughput ratio split into tokens per target step and seconds per target step.
+
+    tok/s = (tokens per target step) / (seconds per target step), so for A over B
+    throughput ratio = tokens_per_step_ratio / step_cost_ratio, exactly. Tokens per step
+    (the acceptance length, or output tokens over counted target forward passes) is nearly
+    deterministic under greedy sampling, so it is read as exact; the step cost carries the
+    throughput interval.
+    """
+
+    tokens_per_step_a: float
+    tokens_per_step_b: float
+    source: str = Field(description="where tokens per step came from")
+    throughput_ratio: float
+    tokens_per_step_ratio: float
+    step_cost_ratio: float
+    step_cost_ci_low: float | None = None
+    step_cost_ci_high: float | None = None
+    acceptance_share: float | None = Field(
+        default=None, description="share of the log throughput change due to tokens per step")
+    driver: Literal["acceptance", "step cost", "both", "neither"]
+    sentence: str
+
+
 class StepCostFit(_Model):
     """Least-squares fit of step(k) = base + fixed + per_token * k over a k sweep."""
 
@@ -223,6 +274,9 @@ class CellFinding(_Model):
     notes: list[str] = Field(default_factory=list)
     throughput: CellSummary
     acceptance: AcceptanceStats | None = None
+    tokens_per_step: float | None = Field(
+        default=None, description="output tokens per target forward step")
+    tokens_per_step_source: str | None = None
     outputs_digest: str | None = None
 
 
@@ -238,6 +292,7 @@ class ComparisonFinding(_Model):
     main: bool = Field(default=False, description="answers the plan's main question")
     result: ComparisonResult
     step_cost: StepCost | None = None
+    explanation: RatioExplanation | None = None
     next_action: str = Field(default="", description="what escalation would do next")
 
 
@@ -314,7 +369,7 @@ class ReportedRatio(_Model):
     n_b: int = 0
     verdict: Verdict
     reported_class: Literal["DIFFERENT", "SAME"] = Field(
-        description="where the reporter's ratio falls against our noise band"
+        description="where the reporter's ratio falls against the margin"
     )
     reproduced: bool | None = Field(description="None: our verdict is UNKNOWN")
     sentence: str
@@ -377,6 +432,8 @@ class Findings(_Model):
     hints: list[Hint] = Field(default_factory=list)
     against_report: AgainstReport | None = None
     runner_env: dict[str, str | int | None] = Field(default_factory=dict)
+    margin: float = Field(default=0.03, description="SAME means within ±margin")
+    decided_by: str = Field(default="", description="the signal the outcome rests on")
     needs_more_runs: dict[str, int] = Field(
         default_factory=dict, description="comparison name -> more runs per arm (UNKNOWN)"
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -24,6 +25,7 @@ from triagebot.analyze.findings_models import (
     AcceptanceStats,
     CollapseFlag,
     DivergenceResult,
+    RatioExplanation,
     SpecDiagnostics,
     StepCost,
     StepCostFit,
@@ -33,6 +35,9 @@ from triagebot.model import SpecCounters
 COLLAPSE_LENGTH = 1.1
 COLLAPSE_RATE_FRACTION = 0.5
 MIN_K_POINTS = 3
+# Tokens per step is a ratio of counts, not a timing: under greedy sampling two runs of the
+# same build agree to well under 1 %, so 2 % apart is a changed drafter, not noise.
+SAME_TOKENS_PER_STEP = 0.02
 
 
 # --- acceptance -------------------------------------------------------------------------
@@ -89,7 +94,7 @@ def step_cost(
 ) -> StepCost | None:
     """The break-even comparison, or None when an input is not a positive finite number.
 
-    `ratio_ci` is the CI of tok_s_spec / tok_s_base (from stats.compare); since
+    `ratio_ci` is the interval of tok_s_spec / tok_s_base (the verdict's); since
     cost = length / ratio, it maps to the cost's CI with its ends swapped.
     """
     values = (acceptance_length, tok_s_spec, tok_s_base)
@@ -122,6 +127,80 @@ def step_cost(
         spec_pays_off=pays,
         sentence=sentence,
     )
+
+
+def tokens_per_step(
+    acceptance: AcceptanceStats | None, target_steps: int | None, output_tokens: int | None,
+) -> tuple[float, str] | None:
+    """Output tokens per target forward step, and where the number came from.
+
+    Counted forward passes (the transformers engine records them) are the direct measure;
+    otherwise a spec cell's mean acceptance length is the same quantity for one sequence.
+    """
+    if target_steps and output_tokens and target_steps > 0 and output_tokens > 0:
+        return output_tokens / target_steps, "counted target forward passes"
+    if acceptance is not None and acceptance.mean_acceptance_length:
+        return acceptance.mean_acceptance_length, "acceptance length"
+    return None
+
+
+def explain_ratio(
+    throughput_ratio: float,
+    ratio_ci: tuple[float, float] | None,
+    per_step_a: float,
+    per_step_b: float,
+    *,
+    source: str = "acceptance length",
+) -> RatioExplanation | None:
+    """Split throughput A/B into tokens per step and step cost (RatioExplanation).
+
+    The step cost is "unchanged" when its interval (the throughput interval carried
+    through) contains 1; tokens per step is unchanged within SAME_TOKENS_PER_STEP.
+    """
+    values = (throughput_ratio, per_step_a, per_step_b)
+    if not all(math.isfinite(v) and v > 0 for v in values):
+        return None
+    tps = per_step_a / per_step_b
+    cost = tps / throughput_ratio
+    lo = hi = None
+    if ratio_ci and all(math.isfinite(v) and v > 0 for v in ratio_ci):
+        lo, hi = tps / ratio_ci[1], tps / ratio_ci[0]
+    tps_same = abs(math.log(tps)) < math.log1p(SAME_TOKENS_PER_STEP)
+    cost_same = lo is not None and hi is not None and lo <= 1.0 <= hi
+    share = None
+    if abs(math.log(throughput_ratio)) > 1e-9:
+        share = math.log(tps) / math.log(throughput_ratio)
+    accept = f"{per_step_b:.2f} → {per_step_a:.2f} tokens per target step"
+    cost_words = f"step cost {'up' if cost > 1 else 'down'} {abs(cost - 1):.0%}" + (
+        f" [{lo - 1:+.0%}, {hi - 1:+.0%}]" if lo is not None and hi is not None else "")
+    driver: Literal["acceptance", "step cost", "both", "neither"]
+    if tps_same and cost_same:
+        driver = "neither"
+        sentence = f"acceptance unchanged ({accept}) and step cost unchanged ({cost_words})"
+    elif tps_same:
+        driver = "step cost"
+        sentence = (f"acceptance unchanged ({accept}); {cost_words}: the change is in what "
+                    "a step costs, not in the drafter")
+    elif cost_same:
+        driver = "acceptance"
+        sentence = (f"throughput {throughput_ratio:.2f}x is fully explained by acceptance "
+                    f"{accept} ({tps:.2f}x); step cost unchanged ({cost_words})")
+    else:
+        driver = "both"
+        head = f"acceptance {accept} ({tps:.2f}x)"
+        change = f"throughput change ({throughput_ratio:.2f}x)"
+        if share is None or share < 0:
+            sentence = f"{head} works against the {change}; {cost_words} outweighs it"
+        elif share > 1:
+            sentence = f"{head} more than explains the {change}; {cost_words} offsets part"
+        else:
+            sentence = f"{head} explains {share:.0%} of the {change}; {cost_words} makes the rest"
+    return RatioExplanation(
+        tokens_per_step_a=per_step_a, tokens_per_step_b=per_step_b, source=source,
+        throughput_ratio=throughput_ratio, tokens_per_step_ratio=tps, step_cost_ratio=cost,
+        step_cost_ci_low=lo, step_cost_ci_high=hi, acceptance_share=share,
+        driver=driver,
+        sentence=sentence)
 
 
 # --- k sweep ----------------------------------------------------------------------------

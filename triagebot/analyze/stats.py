@@ -1,46 +1,17 @@
-"""What a verdict means, in code (design.md §5).
+"""Per-cell summaries, the A/A noise measurement and the ratio-of-ratios interaction.
 
-Samples are per-run values of a higher-is-better metric (tok/s) for one cell. All
-intervals are percentile bootstraps drawn from a seeded `numpy.random.Generator`, so the
-same samples always give the same report. Nothing here raises on bad data: empty, single,
-NaN, zero or constant samples come back as UNKNOWN with a reason.
+The verdict on a comparison lives in `verdict.py`; this module describes cells and the
+runner. Samples are per-run values of a higher-is-better metric (tok/s). Intervals here
+are percentile bootstraps drawn from a seeded `numpy.random.Generator`, so the same samples
+always give the same report. Nothing here raises on bad data: empty, single, NaN, zero or
+constant samples come back with a reason.
 
-The rules, exactly:
-
-**Noise band** (`noise_band`). Two cells with identical configuration (the A/A pair) are
-run like any other pair. Let r_AA = median(A) / median(A'). The band is the ratio interval
-[e^-δ, e^δ] with
-
-    δ = max(ln(1 + floor), |ln r_AA|),   floor = 1 %.
-
-That is: a difference counts as noise if it is no bigger than the difference between two
-runs of the same thing, and never narrower than ±1 % (below that, GPU clocks and
-allocator luck decide, and a single A/A pair can be lucky). We use the A/A *point* ratio,
-not its CI edge: the CI of the compared pair already carries sampling noise, and counting
-it twice would leave no power at CV 5 %. Because |ln r_AA| still contains the A/A pair's
-own sampling noise, δ is biased wide, which costs power, never false positives. With no
-usable A/A pair the band is ±2 % (`DEFAULT_BAND`, source "default") and the result says so.
-
-**Verdict** (`decide`), for the ratio R = median(a) / median(b) with its 95 % bootstrap CI:
-
-* DIFFERENT iff the Mann-Whitney U two-sided p < alpha (default 0.01, per look, below)
-  **and** the CI lies wholly outside the band;
-* SAME iff the CI lies wholly inside the band (and the band is no wider than ±10 %: a
-  runner that noisy cannot vouch for sameness);
-* UNKNOWN otherwise, and for any degenerate input.
-
-**Escalation** (`next_step`). Runs per arm follow the schedule 5, 10, 15, ... up to
-`max_runs` (always the last look), as Pinpoint adds attempts on UNKNOWN. Each look tests
-at its own alpha and the per-look alphas sum to the overall alpha (Bonferroni over looks),
-so the chance that an A/A comparison is ever called DIFFERENT is at most alpha however the
-looks are correlated, and the noise-band requirement only lowers it further. The split is
-front-loaded: 80 % of alpha (0.008) goes to the first look because with 5 v 5 runs the
-smallest two-sided exact p is 2/252 = 0.0079 (complete separation), so a large effect can
-stop after 5 runs; the other 20 % is shared by the later looks, where n >= 10 makes tiny
-p-values attainable and a strict threshold costs little. If the first look cannot reach
-80 % of alpha at all (fewer than 5 runs), it gets none and the later looks share alpha
-evenly. The p-value is distribution-free under the null (exact when there are no ties), so
-this bound holds for any run-time distribution, not just the simulated ones.
+**A/A pair** (`noise_band`). Two cells with identical configuration run like any other
+pair. Their ratio of medians r_AA says how far apart two runs of the same thing land on
+this runner, with process starts and drift between them; the report shows it beside the
+practical margin. It no longer gates verdicts (a single 5 v 5 pair is too noisy a
+yardstick); when it is wider than the margin, the report says the runner cannot vouch for
+differences that small. With no usable A/A pair the report says so.
 """
 
 from __future__ import annotations
@@ -51,32 +22,19 @@ from typing import Final
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.stats import mannwhitneyu
 
-from triagebot.analyze.findings_models import (
-    CellSummary,
-    ComparisonResult,
-    Decision,
-    Interaction,
-    NoiseBand,
-    Verdict,
-)
+from triagebot.analyze.findings_models import CellSummary, Interaction, NoiseBand, Verdict
+from triagebot.analyze.verdict import DEFAULT_ALPHA, margin_band
 from triagebot.model import RunResult
 
 FloatArray = NDArray[np.float64]
 Samples = Sequence[float] | FloatArray
 
-DEFAULT_ALPHA: Final = 0.01
 CI_LEVEL: Final = 0.95
 RESAMPLES: Final = 2000
 SEED: Final = 0
 BAND_FLOOR: Final = 0.01
 DEFAULT_BAND: Final = 0.02
-MAX_BAND_FOR_SAME: Final = 0.10
-MIN_RUNS: Final = 5
-RUN_STEP: Final = 5
-FIRST_LOOK_SHARE: Final = 0.8
-EXACT_MWU_MAX_N: Final = 30
 
 
 # --- cleaning ---------------------------------------------------------------------------
@@ -195,37 +153,6 @@ def ratio_of_medians_ci(
     return float(np.median(xa) / np.median(xb)), float(math.exp(lo)), float(math.exp(hi))
 
 
-# --- rank test --------------------------------------------------------------------------
-
-
-def mann_whitney_p(a: Samples, b: Samples) -> tuple[float | None, str]:
-    """Two-sided Mann-Whitney U p-value and the method used.
-
-    Exact when there are no ties and both arms are small (the normal approximation is
-    poorest exactly in the tails we test at); with ties, the normal approximation with tie
-    correction, as Pinpoint does.
-    """
-    xa, _ = _clean(a)
-    xb, _ = _clean(b)
-    if xa.size == 0 or xb.size == 0:
-        return None, "no data"
-    pooled = np.concatenate([xa, xb])
-    if np.ptp(pooled) == 0:
-        return 1.0, "all values tied"
-    ties = np.unique(pooled).size < pooled.size
-    exact = not ties and max(xa.size, xb.size) <= EXACT_MWU_MAX_N
-    method = "exact" if exact else "asymptotic"
-    res = mannwhitneyu(xa, xb, alternative="two-sided", method=method)
-    return float(res.pvalue), f"mann-whitney-u {method}"
-
-
-def min_attainable_p(n_a: int, n_b: int) -> float:
-    """Smallest two-sided exact Mann-Whitney p for these sizes: complete separation."""
-    if n_a < 1 or n_b < 1:
-        return 1.0
-    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
-
-
 # --- noise band -------------------------------------------------------------------------
 
 
@@ -270,8 +197,6 @@ def noise_band(
     note = f"A/A pair ({xa.size} v {xb.size} runs) differs by {ratio - 1:+.2%}" + (
         f"; floor ±{floor:.0%} applies" if half > measured else ""
     )
-    if half > math.log1p(MAX_BAND_FOR_SAME):
-        note += f"; wider than ±{MAX_BAND_FOR_SAME:.0%}, so this runner cannot call SAME"
     return _band(
         half,
         source="aa_pair",
@@ -283,115 +208,6 @@ def noise_band(
         aa_n_b=int(xb.size),
         note=note,
     )
-
-
-# --- verdict ----------------------------------------------------------------------------
-
-
-def decide(
-    p: float | None, alpha: float, ci_low: float | None, ci_high: float | None, band: NoiseBand
-) -> tuple[Verdict, str]:
-    """The three-way rule of design.md §5 (see the module docstring)."""
-    if p is None or ci_low is None or ci_high is None:
-        return "UNKNOWN", "no p-value or CI"
-    outside = ci_low > band.high or ci_high < band.low
-    inside = band.low <= ci_low and ci_high <= band.high
-    ci_txt = f"CI [{ci_low:.3f}, {ci_high:.3f}]"
-    band_txt = f"band [{band.low:.3f}, {band.high:.3f}]"
-    if outside and p < alpha:
-        return "DIFFERENT", f"p={p:.2g} < {alpha:.2g} and {ci_txt} outside {band_txt}"
-    if inside:
-        if band.half_width > math.log1p(MAX_BAND_FOR_SAME):
-            return "UNKNOWN", f"{ci_txt} inside {band_txt}, but that band is too wide to vouch"
-        real = f"; p={p:.2g}: real, but no bigger than A/A noise" if p < alpha else ""
-        return "SAME", f"{ci_txt} inside {band_txt}{real}"
-    if outside:
-        return "UNKNOWN", f"{ci_txt} outside {band_txt} but p={p:.2g} >= {alpha:.2g}"
-    return "UNKNOWN", f"{ci_txt} straddles {band_txt} (p={p:.2g})"
-
-
-def _degenerate(xa: FloatArray, xb: FloatArray, dropped: int) -> tuple[str | None, bool]:
-    """(why the pair cannot be compared, whether more runs could fix it)."""
-    note = f" ({dropped} non-finite run(s) dropped)" if dropped else ""
-    for x, label in ((xa, "a"), (xb, "b")):
-        problem = _problem(x, f"arm {label}")
-        if problem:
-            return problem + note, x.size < 2 and not np.any(x <= 0)
-    if np.ptp(xa) == 0 and np.ptp(xb) == 0:
-        return "no run-to-run spread in either arm: the CI would be a point", False
-    return None, True
-
-
-def compare(
-    a: Samples,
-    b: Samples,
-    band: NoiseBand | None = None,
-    *,
-    alpha: float = DEFAULT_ALPHA,
-    name: str = "",
-    level: float = CI_LEVEL,
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-) -> ComparisonResult:
-    """Ratio median(a)/median(b) with CI, Mann-Whitney p and the verdict against `band`."""
-    return _compare(
-        a, b, band, alpha=alpha, name=name, level=level, resamples=resamples, seed=seed
-    )[0]
-
-
-def _compare(
-    a: Samples,
-    b: Samples,
-    band: NoiseBand | None,
-    *,
-    alpha: float,
-    name: str,
-    level: float,
-    resamples: int,
-    seed: int,
-) -> tuple[ComparisonResult, bool]:
-    """compare() plus whether more runs could turn an UNKNOWN into something else."""
-    band = band or default_band()
-    xa, da = _clean(a)
-    xb, db = _clean(b)
-    base = {
-        "name": name,
-        "n_a": int(xa.size),
-        "n_b": int(xb.size),
-        "alpha": alpha,
-        "band": band,
-        "ci_level": level,
-    }
-    meds: dict[str, float | None] = {
-        "median_a": float(np.median(xa)) if xa.size else None,
-        "median_b": float(np.median(xb)) if xb.size else None,
-    }
-    problem, fixable = _degenerate(xa, xb, da + db)
-    if problem:
-        ratio = None
-        ma, mb = meds["median_a"], meds["median_b"]
-        if ma is not None and mb is not None and ma > 0 and mb > 0:
-            ratio = ma / mb
-        res = ComparisonResult(**base, **meds, ratio=ratio, verdict="UNKNOWN", reason=problem)
-        return res, fixable
-    ci = ratio_of_medians_ci(xa, xb, level=level, resamples=resamples, seed=seed)
-    assert ci is not None  # _degenerate already ruled out every None case
-    p, method = mann_whitney_p(xa, xb)
-    verdict, reason = decide(p, alpha, ci[1], ci[2], band)
-    if da + db:
-        reason += f" ({da + db} non-finite run(s) dropped)"
-    res = ComparisonResult(
-        **base,
-        **meds,
-        ratio=ci[0],
-        ci_low=ci[1],
-        ci_high=ci[2],
-        p_value=p,
-        p_method=method,
-        verdict=verdict,
-        reason=reason,
-    )
-    return res, True
 
 
 # --- interaction ------------------------------------------------------------------------
@@ -414,10 +230,10 @@ def interaction(
 
     There is no rank test for a ratio of ratios, so the verdict uses the CI alone, at the
     strictness alpha asks for: DIFFERENT when the (1 - alpha) CI lies outside the band,
-    SAME when the `level` CI lies inside it. The band is the comparison band widened by √2
+    SAME when the `level` CI lies inside it. The band is the practical margin widened by √2
     on the log scale: four cells carry four independent process offsets, a ratio two.
     """
-    base_band = band or default_band()
+    base_band = band or margin_band()
     wide = _band(
         base_band.half_width * math.sqrt(2.0),
         **base_band.model_dump(exclude={"low", "high", "half_width", "note"}),
@@ -464,98 +280,4 @@ def interaction(
         strict_ci_high=float(shi),
         verdict=verdict,
         reason=reason,
-    )
-
-
-# --- escalation -------------------------------------------------------------------------
-
-
-def look_schedule(max_runs: int, min_runs: int = MIN_RUNS, step: int = RUN_STEP) -> list[int]:
-    """Runs per arm at each look: min_runs, +step, ..., and max_runs as the last look."""
-    if max_runs <= min_runs:
-        return [max(max_runs, 1)]
-    looks = list(range(min_runs, max_runs, max(step, 1)))
-    return [*looks, max_runs]
-
-
-def look_alphas(schedule: Sequence[int], alpha: float = DEFAULT_ALPHA) -> list[float]:
-    """Per-look thresholds summing to alpha (Bonferroni over looks; module docstring)."""
-    if len(schedule) == 1:
-        return [alpha]
-    later = len(schedule) - 1
-    first = FIRST_LOOK_SHARE * alpha
-    if min_attainable_p(schedule[0], schedule[0]) >= first:
-        return [0.0] + [alpha / later] * later
-    return [first] + [(alpha - first) / later] * later
-
-
-def next_step(
-    samples_a: Samples,
-    samples_b: Samples,
-    noise_band: NoiseBand | None,
-    runs_so_far: int,
-    max_runs: int,
-    *,
-    alpha: float = DEFAULT_ALPHA,
-    min_runs: int = MIN_RUNS,
-    step: int = RUN_STEP,
-    name: str = "",
-    resamples: int = RESAMPLES,
-    seed: int = SEED,
-) -> Decision:
-    """Look at a comparison after `runs_so_far` runs per arm: stop, or how many more.
-
-    The look's index is the last schedule point <= runs_so_far, so a caller that follows
-    the decisions spends each look's alpha once. Before the first schedule point nothing
-    can be DIFFERENT (alpha 0) and the answer is always "run more".
-    """
-    schedule = look_schedule(max_runs, min_runs, step)
-    alphas = look_alphas(schedule, alpha)
-    reached = [i for i, n in enumerate(schedule) if n <= runs_so_far]
-    look = reached[-1] if reached else 0
-    look_alpha = alphas[look] if reached else 0.0
-    result, fixable = _compare(
-        samples_a,
-        samples_b,
-        noise_band,
-        alpha=look_alpha,
-        name=name,
-        level=CI_LEVEL,
-        resamples=resamples,
-        seed=seed,
-    )
-    common = {
-        "runs_so_far": runs_so_far,
-        "max_runs": max_runs,
-        "look": look,
-        "looks_planned": len(schedule),
-        "schedule": schedule,
-        "comparison": result,
-    }
-    if not reached:
-        more = schedule[0] - runs_so_far
-        return Decision(
-            **common,
-            action="run_more",
-            more_runs_per_arm=more,
-            reason=f"fewer than {schedule[0]} runs per arm: run {more} more",
-        )
-    if result.verdict != "UNKNOWN":
-        return Decision(
-            **common, action="stop", reason=f"{result.verdict} at {runs_so_far} runs per arm"
-        )
-    if not fixable:
-        return Decision(**common, action="stop", reason=f"more runs cannot help: {result.reason}")
-    if look == len(schedule) - 1:
-        return Decision(
-            **common,
-            action="stop",
-            reason=f"UNKNOWN after {runs_so_far} runs per arm: budget spent",
-        )
-    more = schedule[look + 1] - runs_so_far
-    return Decision(
-        **common,
-        action="run_more",
-        more_runs_per_arm=more,
-        reason=f"UNKNOWN ({result.reason}): run {more} more per arm",
     )

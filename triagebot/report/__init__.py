@@ -90,10 +90,6 @@ def _ci(low: float | None, high: float | None, fmt: str = ".2f") -> str:
     return "" if low is None or high is None else f" [{low:{fmt}}, {high:{fmt}}]"
 
 
-def _p(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2g}"
-
-
 # --- view -------------------------------------------------------------------------------
 
 
@@ -137,9 +133,9 @@ def _comparison_rows(findings: Findings) -> list[list[Md]]:
             _c(comp.name),
             Md(f"{_num(r.ratio, '.3f')}x{_ci(r.ci_low, r.ci_high, '.3f')}"
                if r.ratio is not None else "—"),
-            Md(_p(r.p_value)),
             Md(verdict),
             Md(f"{r.n_a} v {r.n_b}"),
+            _c(r.reason, 200),
         ])
     for inter in findings.interactions:
         ir = inter.result
@@ -147,17 +143,32 @@ def _comparison_rows(findings: Findings) -> list[list[Md]]:
             _c(inter.name),
             Md(f"{_num(ir.ratio_of_ratios, '.3f')}x{_ci(ir.ci_low, ir.ci_high, '.3f')}"
                if ir.ratio_of_ratios is not None else "—"),
-            Md("—"),
             Md(f"**{ir.verdict}**"),
             Md(f"{ir.n_a1}/{ir.n_b1} v {ir.n_a2}/{ir.n_b2}"),
+            _c(ir.reason, 200),
         ])
     return rows
 
 
-def _noise_line(findings: Findings) -> Md:
-    b = findings.noise
-    src = "measured on the A/A pair" if b.source == "aa_pair" else "default"
-    return _t(f"Noise band [{b.low:.3f}, {b.high:.3f}], {src}: {b.note}", 600)
+def _method_lines(findings: Findings) -> list[Md]:
+    """How the verdicts were reached: margin, error budget, the A/A pair, the signal."""
+    method = next((c.result.method for c in findings.comparisons if c.result.method), "—")
+    out = [_t(f"SAME means within ±{findings.margin:.0%} (the practical margin); the "
+              f"interval shown is the one held to it. Method: {method}; "
+              "DIFFERENT is held to ≤ 1 % false positives over all looks, SAME to ≤ 5 % "
+              "when the truth lies at the margin.", 600)]
+    aa = next((c.result for c in findings.comparisons if c.kind == "noise"), None)
+    if aa is not None and aa.ratio is not None:
+        cv = f", run-to-run CV {aa.run_cv:.1%}" if aa.run_cv is not None else ""
+        drift = f"; {aa.drift.note}" if aa.drift is not None else ""
+        out.append(_t(f"A/A pair (two runs of one configuration): {aa.ratio:.3f}x"
+                      f"{_ci(aa.ci_low, aa.ci_high, '.3f')} ({aa.n_a} v {aa.n_b} runs){cv}"
+                      f"{drift}. It measures the runner; it does not gate the verdicts.", 600))
+    else:
+        out.append(_t(f"A/A pair: {findings.noise.note}", 600))
+    if findings.decided_by:
+        out.append(_t(f"Decided by: {findings.decided_by}.", 300))
+    return out
 
 
 def _chart(findings: Findings) -> Md:
@@ -185,10 +196,13 @@ def _spec_lines(findings: Findings) -> list[Md]:
             f"({acc.num_drafts} drafts over {c.throughput.n} runs)"
             + (f"; note: {'; '.join(acc.notes)}" if acc.notes else ""), 800))
     for comp in findings.comparisons:
+        r = comp.result
         if comp.step_cost is not None:
-            r = comp.result
             out.append(_t(f"{comp.name}: {comp.step_cost.sentence} ({r.n_a} v {r.n_b} runs)",
                           600))
+        if comp.explanation is not None:
+            out.append(_t(f"{comp.name}: {comp.explanation.sentence} ({r.n_a} v {r.n_b} "
+                          f"runs; tokens per step from {comp.explanation.source})", 600))
     for sf in findings.step_fits:
         f = sf.fit
         if f.ok and f.per_token_seconds is not None:
@@ -278,7 +292,7 @@ def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], com
     word = _WORD[findings.outcome]
     rest = findings.headline.split(":", 1)[1].strip() if ":" in findings.headline \
         else findings.headline
-    more = [_t(f"{name}: {n} more runs per arm would be the next look")
+    more = [_t(f"{name}: {n} more runs per arm would reach the next look")
             for name, n in findings.needs_more_runs.items()]
     return {
         "verdict": Md(word),
@@ -287,7 +301,7 @@ def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], com
         "reason": _t(findings.outcome_reason, 800),
         "cells": _cell_rows(findings),
         "comparisons": _comparison_rows(findings),
-        "noise": _noise_line(findings),
+        "method": _method_lines(findings),
         "needs_more": more,
         "chart": _chart(findings),
         "spec": _spec_lines(findings),

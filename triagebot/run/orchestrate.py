@@ -1,9 +1,10 @@
 """One plan, start to finish on this machine: provision, run in rounds, escalate, analyse.
 
-The rounds follow design.md §5: every cell measures its share of the budget in a shuffled
-order; while a comparison is UNKNOWN and the budget allows, the cells it compares run
-again (adaptive escalation, as Pinpoint does). Everything lands in the output folder:
-`plan.json`, `request.json`, `scripts/`, `results/<cell>-r<round>.json`, `logs/` and
+The rounds follow design.md §5: every cell measures its share of the budget in two
+mirrored rounds (A B | B A, `schedule.mirrored_rounds`); while a comparison is UNKNOWN and
+the budget allows, the cells it compares run again up to the next look of the sequential
+test, again as a mirrored pair of rounds (adaptive escalation). Everything lands in the
+output folder: `plan.json`, `request.json`, `scripts/`, `results/<cell>-r<round>.json`, `logs/` and
 `findings.json`, which `triagebot report DIR` reads back.
 """
 
@@ -19,10 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.findings_models import Findings
+from triagebot.analyze.verdict import DEFAULT_MARGIN
 from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.render import RenderedScript
 from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
-from triagebot.run.schedule import Slot, initial_schedule, schedule_round
+from triagebot.run.schedule import Slot, initial_schedule, mirrored_rounds
 from triagebot.run.supervise import CellOutcome, run_script
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "envs"
@@ -37,6 +39,8 @@ class RunSettings(BaseModel):
     # Model loading and graph capture can be quiet for minutes; a hang is longer than that.
     silence_limit_s: float = 600.0
     escalate: bool = True
+    # SAME means within ±margin (the repo config's `[verdict] margin_pct`, as a fraction).
+    margin: float = Field(default=DEFAULT_MARGIN, gt=0.0, le=0.5)
 
 
 class Event(BaseModel):
@@ -116,7 +120,8 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
         for cell in plan.cells:
             results[cell.cell_id].append(_failed(plan, cell.cell_id,
                                                  f"provisioning failed: {exc}"))
-        return _finish(plan, request, results, outcomes, None, 0, out, emit, started)
+        return _finish(plan, request, results, outcomes, None, 0, out, emit, started,
+                       settings.margin)
 
     slots = initial_schedule(plan)
     planned = sum(s.runs for s in slots)
@@ -157,10 +162,12 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                        runs=slot.runs, status=outcome.status, runs_done=done,
                        runs_planned=planned, elapsed_s=elapsed,
                        eta_s=_eta(elapsed, done, planned)))
-        round_index += 1
-        slots = _escalation(plan, request, results, round_index, settings, started)
+        round_index = max(s.round for s in slots) + 1
+        slots = _escalation(plan, request, results, round_index, settings, started,
+                            previous=slots[-1].cell_id)
         planned += sum(s.runs for s in slots)
-    return _finish(plan, request, results, outcomes, env, round_index, out, emit, started)
+    return _finish(plan, request, results, outcomes, env, round_index, out, emit, started,
+                   settings.margin)
 
 
 def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
@@ -181,13 +188,14 @@ def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
 
 
 def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
-                round_index: int, settings: RunSettings, started: float) -> list[Slot]:
+                round_index: int, settings: RunSettings, started: float, *,
+                previous: str | None) -> list[Slot]:
     """More runs for the cells of UNKNOWN comparisons, within the budget."""
     if not settings.escalate:
         return []
     if time.monotonic() - started > plan.budget.time_limit_s:
         return []
-    findings = analyze(plan, results, request=request)
+    findings = analyze(plan, results, request=request, margin=settings.margin)
     comparisons = {c.name: c for c in plan.comparisons}
     needs: dict[str, int] = {}
     for name, more in findings.needs_more_runs.items():
@@ -199,17 +207,15 @@ def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, lis
             room = plan.budget.max_runs - have
             if room > 0:
                 needs[cell_id] = max(needs.get(cell_id, 0), min(more, room))
-    if not needs:
-        return []
-    return schedule_round(plan, round_index, needs, runs_per_slot=max(needs.values()))
+    return mirrored_rounds(plan, round_index, needs, previous=previous)
 
 
 def _finish(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
             outcomes: dict[str, list[CellOutcome]], env: ProvisionedEnv | None, rounds: int,
-            out: Path, emit: Progress, started: float) -> Execution:
+            out: Path, emit: Progress, started: float, margin: float) -> Execution:
     emit(Event(kind="analyse", elapsed_s=time.monotonic() - started))
     logs = {cid: "\n".join(_read_log(o) for o in outs) for cid, outs in outcomes.items()}
-    findings = analyze(plan, results, request=request, logs=logs)
+    findings = analyze(plan, results, request=request, logs=logs, margin=margin)
     (out / "findings.json").write_text(findings.model_dump_json(indent=2) + "\n")
     if env is not None:
         (out / "environment.json").write_text(env.model_dump_json(indent=2) + "\n")
@@ -248,9 +254,15 @@ def _eta(elapsed: float, done: int, planned: int) -> float | None:
 
 
 def load_results(folder: Path) -> dict[str, list[RunResult]]:
-    """The RunResults a previous `execute` left in `folder/results`, by cell."""
+    """The RunResults a previous `execute` left in `folder/results`, by cell, in round
+    order (numeric: r10 comes after r9; the analysis reads rounds by position)."""
     out: dict[str, list[RunResult]] = {}
-    for path in sorted((folder / "results").glob("c*-r*.json")):
+    for path in sorted((folder / "results").glob("c*-r*.json"), key=_round_key):
         cell_id = path.name.split("-r")[0]
         out.setdefault(cell_id, []).append(RunResult.model_validate_json(path.read_text()))
     return out
+
+
+def _round_key(path: Path) -> tuple[str, int]:
+    cell_id, _, rest = path.stem.partition("-r")
+    return cell_id, int(rest) if rest.isdigit() else -1

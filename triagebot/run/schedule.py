@@ -2,13 +2,16 @@
 
 Work is done in rounds. In a round, every cell that still needs runs is started once and
 measures some runs (its script reads TRIAGEBOT_RUNS; its own warm-ups are discarded).
-The order inside a round is shuffled with a seed taken from the plan hash and the round
-number: a drift in clocks or temperature then spreads over all arms instead of always
-favouring the one that runs first, and a rerun of the same plan runs in the same order.
+Rounds come in mirrored pairs (ABBA): the first of a pair is shuffled with a seed taken
+from the plan hash and the round number, the second runs the same cells in reverse. Every
+cell's runs then sit, on average, at the same moment of the pair, so a machine that drifts
+steadily (clocks, temperature, a neighbour's load) shifts all arms alike instead of
+favouring whichever ran first, and the analysis treats each round as a block
+(`triagebot/analyze/blocks.py`). A rerun of the same plan runs in the same order.
 
 An A/A replica never runs right after or right before its original when the round holds
 more than two cells: back to back, the two share more conditions than the pairs they are
-the yardstick for, and the noise band would come out too narrow.
+the yardstick for, and the noise it measures would come out too small.
 """
 
 from __future__ import annotations
@@ -104,18 +107,43 @@ def schedule_round(
             for cid in order]
 
 
-def initial_schedule(plan: Plan, *, runs: int | None = None, rounds: int = 1) -> list[Slot]:
+def mirrored_rounds(
+    plan: Plan,
+    round_index: int,
+    needs: Mapping[str, int],
+    *,
+    previous: str | None = None,
+) -> list[Slot]:
+    """`needs` (runs per cell) split over two rounds, the second in the first's reverse
+    order: A B | B A. The first round takes the larger half of an odd count."""
+    first = {cid: n - n // 2 for cid, n in needs.items() if n > 0}
+    second = {cid: n // 2 for cid, n in needs.items() if n > 0}
+    if not first:
+        return []
+    batch = schedule_round(plan, round_index, first, runs_per_slot=max(first.values()),
+                           previous=previous)
+    back = [Slot(cell_id=s.cell_id, runs=second[s.cell_id], round=round_index + 1)
+            for s in reversed(batch) if second[s.cell_id] > 0]
+    return batch + back
+
+
+def initial_schedule(plan: Plan, *, runs: int | None = None, rounds: int = 2) -> list[Slot]:
     """Every cell measured `runs` times (the plan's budget by default) over `rounds` rounds.
 
-    One round keeps the cost of a plan to one start per cell; more rounds interleave the
-    arms (A B A B) at the cost of a start, and its warm-ups, per cell per round.
+    Rounds are taken in mirrored pairs (`mirrored_rounds`); an odd last round runs alone.
+    Each round costs every cell a start and its warm-ups, so two is the default: the
+    fewest that cancel a steady drift.
     """
     total = plan.budget.runs if runs is None else runs
     slots: list[Slot] = []
     previous: str | None = None
-    for index, share in enumerate(split_runs(total, rounds)):
-        needs = {c.cell_id: share for c in plan.cells}
-        batch = schedule_round(plan, index, needs, runs_per_slot=share, previous=previous)
+    shares = split_runs(total, rounds)
+    for index in range(0, len(shares), 2):
+        pair = shares[index:index + 2]
+        needs = {c.cell_id: sum(pair) for c in plan.cells}
+        batch = (mirrored_rounds(plan, index, needs, previous=previous) if len(pair) == 2
+                 else schedule_round(plan, index, needs, runs_per_slot=pair[0],
+                                     previous=previous))
         slots.extend(batch)
         previous = batch[-1].cell_id if batch else previous
     return slots

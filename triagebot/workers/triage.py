@@ -173,7 +173,7 @@ class Triage:
             number=event.number, installation_id=event.installation_id, is_pr=thread.is_pr,
             title=thread.title[:300], trigger=trigger, requester=event.sender.login,
             command=command, plan_hash=plan.plan_hash, gpu_kind=plan.gpu_kind,
-            cells=len(plan.cells), estimated_s=plan.estimated_seconds)
+            cells=len(plan.cells), estimated_s=plan.estimated_seconds, margin=config.margin())
         created = self.store.create(record, plan, request)
         if created.status == "busy":
             return words.busy(created.job, self.job_url(created.job.id))

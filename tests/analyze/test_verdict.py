@@ -1,0 +1,144 @@
+"""The sequential verdict: known cases, the margin, escalation, drift and bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from triagebot.analyze import verdict
+from triagebot.analyze.findings_models import ComparisonResult
+
+
+def lognormal(seed: int, median: float, cv: float, n: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return median * np.exp(rng.normal(0.0, math.sqrt(math.log1p(cv * cv)), n))
+
+
+def halves(x: np.ndarray) -> list[np.ndarray]:
+    """Two rounds, as the scheduler runs them."""
+    return [x[: (x.size + 1) // 2], x[(x.size + 1) // 2:]]
+
+
+@pytest.mark.parametrize(("a", "b", "expected", "why"), [
+    (lognormal(10, 105, 0.02, 20), lognormal(11, 100, 0.02, 20), "DIFFERENT", "|T|="),
+    (lognormal(12, 90, 0.02, 20), lognormal(13, 100, 0.02, 20), "DIFFERENT", "|T|="),
+    (lognormal(14, 100, 0.005, 20), lognormal(15, 100, 0.005, 20), "SAME", "inside ±3%"),
+    (lognormal(16, 101, 0.05, 6), lognormal(17, 100, 0.05, 6), "UNKNOWN", "crosses"),
+])
+def test_compare_end_to_end(a: np.ndarray, b: np.ndarray, expected: str, why: str) -> None:
+    res = verdict.compare(halves(a), halves(b))
+    assert res.verdict == expected, res.reason
+    assert why in res.reason
+    assert (res.n_a, res.n_b, res.rounds) == (a.size, b.size, 2)
+    assert res.margin == 0.03 and res.band.source == "margin"
+    assert res.ci_low is not None and res.ci_high is not None and res.ratio is not None
+    assert res.ci_low < res.ratio < res.ci_high
+
+
+def test_the_margin_decides_what_same_means() -> None:
+    a, b = lognormal(20, 102, 0.003, 20), lognormal(21, 100, 0.003, 20)
+    wide = verdict.compare(halves(a), halves(b), margin=0.03)
+    assert wide.verdict == "SAME" and "real" in wide.reason and "inside the margin" in wide.reason
+    narrow = verdict.compare(halves(a), halves(b), margin=0.01)
+    assert narrow.verdict == "DIFFERENT"
+
+
+def test_look_bounds_follow_the_schedule() -> None:
+    schedule = verdict.look_schedule(30)
+    assert schedule == [4, 8, 12, 16, 20, 24, 28, 30]
+    different, same = verdict.look_bounds(schedule)
+    assert len(different) == len(same) == len(schedule)
+    assert list(different) == sorted(different, reverse=True)  # strict early, loose late
+    assert all(d > s for d, s in zip(different, same, strict=True))
+    assert verdict.look_schedule(3) == [3] and verdict.look_schedule(10, 4, 4) == [4, 8, 10]
+
+
+def test_next_step_escalates_to_the_next_look_and_stops_at_the_last() -> None:
+    a, b = lognormal(30, 104, 0.03, 30), lognormal(31, 100, 0.03, 30)
+    early = verdict.next_step([a[:2]], [b[:2]], 2, 20)
+    assert early.action == "run_more" and early.more_runs_per_arm == 2
+    assert early.comparison.verdict == "UNKNOWN" and "before the first look" in \
+        early.comparison.reason
+    runs, seen = 4, []
+    while True:
+        d = verdict.next_step(halves(a[:runs]), halves(b[:runs]), runs, 20)
+        seen.append((runs, d.look, d.action))
+        if d.action == "stop":
+            break
+        runs += d.more_runs_per_arm
+    assert d.comparison.verdict == "DIFFERENT", d.comparison.reason
+    assert [s[1] for s in seen] == list(range(len(seen)))
+    off = verdict.next_step(halves(a[:10]), halves(b[:10]), 10, 20)  # between two looks
+    assert off.look == 1 and (off.action == "stop" or off.more_runs_per_arm == 2)
+    noisy = lognormal(32, 100, 0.2, 20), lognormal(33, 100, 0.2, 20)
+    last = verdict.next_step(halves(noisy[0]), halves(noisy[1]), 20, 20)
+    assert last.action == "stop" and "budget spent" in last.reason
+
+
+def test_drift_is_reported_and_does_not_bias_the_ratio() -> None:
+    # A B | B A | A B | B A, the machine losing 1.5 % per round, arms 4 % apart.
+    rng = np.random.default_rng(40)
+    a_rounds, b_rounds = [], []
+    for r in range(4):
+        level = -0.015 * r
+        a_rounds.append(104 * np.exp(level + rng.normal(0, 0.004, 4)))
+        b_rounds.append(100 * np.exp(level + rng.normal(0, 0.004, 4)))
+    res = verdict.compare(a_rounds, b_rounds)
+    assert res.drift is not None and res.drift.present
+    assert res.drift.per_round == pytest.approx(-0.015, abs=0.004)
+    assert "fell" in res.drift.note
+    assert res.ratio == pytest.approx(1.04, abs=0.005)
+    steady = verdict.compare(halves(lognormal(41, 100, 0.01, 10)), halves(lognormal(42, 100,
+                                                                                  0.01, 10)))
+    assert steady.drift is not None and not steady.drift.present
+
+
+DEGENERATE = [
+    ([[]], [[1.0, 2.0, 3.0]], "0 finite", "run_more"),
+    ([[1.0]], [[1.0, 2.0, 3.0]], "1 finite", "run_more"),
+    ([[0.0, 0.0, 0.0]], [[1.0, 2.0, 3.0]], "non-positive", "stop"),
+    ([[1.0, 2.0, -3.0]], [[1.0, 2.0, 3.0]], "non-positive", "stop"),
+    ([[math.nan] * 5], [[1.0, 2.0, 3.0]], "non-finite", "run_more"),
+    ([[3.0] * 5], [[3.0] * 5], "no run-to-run spread", "stop"),
+    ([[3.0] * 5], [[4.0] * 5], "no run-to-run spread", "stop"),
+    ([[1.0, 2.0], []], [[], [1.0, 2.0]], "never ran in the same round", "run_more"),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "why", "action"), DEGENERATE)
+def test_degenerate_inputs_are_unknown_with_reason(
+    a: list[list[float]], b: list[list[float]], why: str, action: str
+) -> None:
+    res = verdict.compare(a, b)
+    assert res.verdict == "UNKNOWN"
+    assert why in res.reason
+    assert res.n_a == sum(math.isfinite(x) for r in a for x in r)
+    dec = verdict.next_step(a, b, 5, 20)
+    assert dec.action == action
+    assert dec.comparison.verdict == "UNKNOWN"
+
+
+def test_two_runs_in_one_round_leave_no_degrees_of_freedom() -> None:
+    res = verdict.compare([[100.0]], [[101.0]])
+    assert res.verdict == "UNKNOWN" and "1 finite" in res.reason
+    res = verdict.compare([[100.0], [102.0]], [[101.0], [99.0]])
+    assert res.verdict == "UNKNOWN"
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), max_size=6),
+             max_size=4),
+    st.lists(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), max_size=6),
+             max_size=4),
+)
+def test_never_raises(a: list[list[float]], b: list[list[float]]) -> None:
+    res = verdict.compare(a, b)
+    assert isinstance(res, ComparisonResult)
+    assert res.verdict in {"DIFFERENT", "SAME", "UNKNOWN"}
+    runs = min(sum(map(len, a)), sum(map(len, b)))
+    verdict.next_step(a, b, runs, 20)

@@ -1,0 +1,306 @@
+"""What a verdict means, in code (design.md §5): a group-sequential test with equivalence.
+
+The quantity is theta = log(geometric mean of A / geometric mean of B) of per-run
+throughput, estimated with rounds as blocks (`blocks.fit`), with standard error se on df
+degrees of freedom, and T = theta / se.
+
+**Error budget**, stated and held over every look however many there are:
+
+* DIFFERENT when nothing changed: at most ``alpha`` = 1 %, two-sided (0.5 % each way).
+* SAME when the true ratio is outside the margin: at most ``same_alpha`` = 5 % on each
+  side (the two one-sided tests of equivalence testing, TOST).
+
+**Margin.** SAME means "within ±margin" (default 3 %, `[verdict] margin_pct` in the repo
+config): the practical size below which a maintainer does not care. It is stated in the
+report. The A/A pair no longer gates verdicts; it measures the runner's noise and drift
+and is reported beside them.
+
+**Looks.** Runs per arm at the looks follow `look_schedule` (4, 8, 12, ... up to
+`max_runs`). At look k the boundaries come from error spending (`sequential.py`):
+`c_k` for DIFFERENT spends alpha/2 per side with an O'Brien-Fleming-like function (few
+runs stop only on clear evidence, and the last look keeps most of the power), `e_k` for
+SAME spends `same_alpha` with a Pocock-like one (an unchanged build should be called
+SAME as soon as the data allow). Both are z boundaries carried to Student t on the look's
+degrees of freedom. Then, in this order:
+
+* SAME iff the interval theta ± e_k·se lies inside ±log(1 + margin). A real difference
+  smaller than the margin is SAME: the report says it is real but small.
+* DIFFERENT iff |T| >= c_k.
+* UNKNOWN otherwise; more runs are asked for until the last look, where UNKNOWN is final.
+
+Stopping for SAME can only lower the chance of a later DIFFERENT, and the other way round,
+so each error bound holds with the other rule in place (non-binding boundaries).
+
+**Drift.** Rounds alternate their order (ABBA) and are blocks of the model, so drift
+between rounds cancels and a linear drift within rounds cancels over each pair of rounds.
+A trend in time is still tested (`blocks.trend`) and reported when present.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import t as student_t
+
+from triagebot.analyze import blocks, sequential
+from triagebot.analyze.findings_models import (
+    ComparisonResult,
+    Decision,
+    DriftCheck,
+    NoiseBand,
+    Verdict,
+)
+
+FloatArray = NDArray[np.float64]
+Samples = Sequence[float] | FloatArray
+
+DEFAULT_ALPHA: Final = 0.01
+SAME_ALPHA: Final = 0.05
+DEFAULT_MARGIN: Final = 0.03
+GAMMA_DIFFERENT: Final = -2.0
+GAMMA_SAME: Final = 1.0
+MIN_RUNS: Final = 4
+RUN_STEP: Final = 4
+TREND_ALPHA: Final = 0.01
+METHOD: Final = "group-sequential t on log throughput, rounds as blocks (ABBA)"
+
+UNKNOWN, DIFFERENT, SAME = 0, 1, 2
+VERDICTS: Final[dict[int, Verdict]] = {UNKNOWN: "UNKNOWN", DIFFERENT: "DIFFERENT", SAME: "SAME"}
+
+
+# --- looks and boundaries ---------------------------------------------------------------
+
+
+def look_schedule(max_runs: int, min_runs: int = MIN_RUNS, step: int = RUN_STEP) -> list[int]:
+    """Runs per arm at each look: min_runs, +step, ..., and max_runs as the last look."""
+    if max_runs <= min_runs:
+        return [max(max_runs, 1)]
+    looks = list(range(min_runs, max_runs, max(step, 1)))
+    return [*looks, max_runs]
+
+
+def look_bounds(
+    schedule: Sequence[int], alpha: float = DEFAULT_ALPHA, same_alpha: float = SAME_ALPHA
+) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(DIFFERENT z boundaries, SAME z boundaries), one of each per look."""
+    info = sequential.fractions(schedule)
+    return (
+        sequential.upper_bounds(info, alpha / 2.0, GAMMA_DIFFERENT),
+        sequential.upper_bounds(info, same_alpha, GAMMA_SAME),
+    )
+
+
+def classify(
+    fit: blocks.BlockFit, different_z: float, same_z: float, margin: float
+) -> tuple[NDArray[np.int64], FloatArray, FloatArray, FloatArray]:
+    """(verdict codes, T, DIFFERENT t bound, SAME t bound) for a batch of fits."""
+    c = sequential.t_bound(different_z, fit.df)
+    e = sequential.t_bound(same_z, fit.df)
+    m = math.log1p(margin)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t_stat = fit.theta / fit.se
+        same = (fit.theta - e * fit.se > -m) & (fit.theta + e * fit.se < m)
+        different = np.abs(t_stat) >= c
+    codes = np.where(same, SAME, np.where(different, DIFFERENT, UNKNOWN))
+    ok = np.isfinite(fit.theta) & np.isfinite(fit.se) & (fit.se > 0)
+    return np.where(ok, codes, UNKNOWN).astype(np.int64), t_stat, c, e
+
+
+def margin_band(margin: float = DEFAULT_MARGIN) -> NoiseBand:
+    """The SAME region as a band of ratios, [1/(1+m), 1+m]."""
+    half = math.log1p(margin)
+    return NoiseBand(low=math.exp(-half), high=math.exp(half), half_width=half,
+                     source="margin", floor=margin,
+                     note=f"SAME means within ±{margin:.0%} (the practical margin)")
+
+
+# --- one comparison ---------------------------------------------------------------------
+
+
+def _clean_rounds(rounds: Sequence[Samples]) -> tuple[list[FloatArray], int, bool]:
+    """Finite values per round, how many were dropped, and whether any was <= 0."""
+    out: list[FloatArray] = []
+    dropped = 0
+    nonpositive = False
+    for r in rounds:
+        x = np.asarray(r, dtype=np.float64).ravel()
+        keep = np.isfinite(x)
+        dropped += int(x.size - keep.sum())
+        x = x[keep]
+        nonpositive |= bool(np.any(x <= 0))
+        out.append(x)
+    return out, dropped, nonpositive
+
+
+def _problem(a: list[FloatArray], b: list[FloatArray], bad: bool) -> tuple[str | None, bool]:
+    """(why the pair cannot be judged, whether more runs could fix it)."""
+    if bad:
+        return "non-positive throughput (a 0 tok/s run is a failed run)", False
+    for arm, label in ((a, "a"), (b, "b")):
+        n = sum(x.size for x in arm)
+        if n < 2:
+            return f"arm {label} has {n} finite run(s); need at least 2", True
+    if not any(x.size and y.size for x, y in zip(a, b, strict=False)):
+        return "the arms never ran in the same round", True
+    if np.ptp(np.concatenate(a)) == 0 and np.ptp(np.concatenate(b)) == 0:
+        return "no run-to-run spread in either arm: the interval would be a point", False
+    return None, True
+
+
+def _drift(log_a: list[FloatArray], log_b: list[FloatArray]) -> DriftCheck | None:
+    rounds = sum(1 for x, y in zip(log_a, log_b, strict=False) if x.size or y.size)
+    tr = blocks.trend([x[None, :] for x in log_a], [y[None, :] for y in log_b])
+    slope, se, df = float(tr.slope[0]), float(tr.se[0]), float(tr.df[0])
+    if rounds < 2 or not (math.isfinite(slope) and math.isfinite(se)) or se <= 0 or df <= 0:
+        return None
+    p = float(2.0 * student_t.sf(abs(slope / se), df))
+    per_round = math.expm1(slope)
+    present = p < TREND_ALPHA
+    note = (f"throughput {'rose' if slope > 0 else 'fell'} {abs(per_round):.1%} per round "
+            f"over {rounds} rounds (p={p:.2g}); rounds are blocks and alternate their order, "
+            "so the ratio is not biased by it" if present else
+            f"no drift over {rounds} rounds ({per_round:+.1%} per round, p={p:.2g})")
+    return DriftCheck(per_round=per_round, p_value=p, present=present, rounds=rounds,
+                      note=note)
+
+
+def evaluate(
+    a_rounds: Sequence[Samples],
+    b_rounds: Sequence[Samples],
+    *,
+    look: int,
+    schedule: Sequence[int],
+    margin: float = DEFAULT_MARGIN,
+    alpha: float = DEFAULT_ALPHA,
+    same_alpha: float = SAME_ALPHA,
+    name: str = "",
+) -> tuple[ComparisonResult, bool]:
+    """The verdict of one look, and whether more runs could turn UNKNOWN into a verdict."""
+    a, da, bad_a = _clean_rounds(a_rounds)
+    b, db, bad_b = _clean_rounds(b_rounds)
+    flat_a = np.concatenate(a) if a else np.empty(0)
+    flat_b = np.concatenate(b) if b else np.empty(0)
+    med_a = float(np.median(flat_a)) if flat_a.size else None
+    med_b = float(np.median(flat_b)) if flat_b.size else None
+    base = {"name": name, "n_a": int(flat_a.size), "n_b": int(flat_b.size),
+            "median_a": med_a, "median_b": med_b, "band": margin_band(margin),
+            "margin": margin, "method": METHOD, "look": look, "looks": len(schedule)}
+    dropped = f" ({da + db} non-finite run(s) dropped)" if da + db else ""
+    problem, fixable = _problem(a, b, bad_a or bad_b)
+    if problem:
+        ratio = med_a / med_b if med_a and med_b and med_a > 0 and med_b > 0 else None
+        return ComparisonResult(**base, ratio=ratio, alpha=0.0, verdict="UNKNOWN",
+                                reason=problem + dropped), fixable
+    log_a, log_b = [np.log(x) for x in a], [np.log(x) for x in b]
+    fit = blocks.fit([x[None, :] for x in log_a], [y[None, :] for y in log_b])
+    dz, sz = look_bounds(schedule, alpha, same_alpha)
+    codes, t_stat, c, e = classify(fit, dz[look], sz[look], margin)
+    theta, se, df = float(fit.theta[0]), float(fit.se[0]), float(fit.df[0])
+    if not (math.isfinite(se) and se > 0):
+        return ComparisonResult(**base, ratio=math.exp(theta) if math.isfinite(theta) else None,
+                                alpha=0.0, verdict="UNKNOWN",
+                                reason=f"too few runs to estimate the noise (df={df:.0f})"
+                                + dropped), True
+    verdict = VERDICTS[int(codes[0])]
+    tt, cc, ee = float(t_stat[0]), float(c[0]), float(e[0])
+    lo, hi = math.exp(theta - ee * se), math.exp(theta + ee * se)
+    p = float(2.0 * student_t.sf(abs(tt), df))
+    look_alpha = float(2.0 * student_t.sf(cc, df)) if math.isfinite(cc) else 0.0
+    where = f"look {look + 1} of {len(schedule)}"
+    interval = f"[{lo:.3f}, {hi:.3f}]"
+    inside = f"±{margin:.0%}"
+    if verdict == "SAME":
+        real = (f"; the {math.expm1(theta):+.1%} difference is real (|T|={abs(tt):.1f}) "
+                "but inside the margin" if abs(tt) >= cc else "")
+        reason = f"{interval} lies inside {inside} at {where}{real}"
+    elif verdict == "DIFFERENT":
+        reason = f"|T|={abs(tt):.1f} ≥ {cc:.2f} at {where} (p={p:.2g} ≤ {look_alpha:.2g})"
+    else:
+        reason = (f"{interval} crosses the {inside} margin and |T|={abs(tt):.1f} is below "
+                  f"{cc:.2f} at {where}")
+    res = ComparisonResult(
+        **base,
+        ratio=math.exp(theta),
+        ci_low=lo,
+        ci_high=hi,
+        ci_level=max(0.0, 1.0 - 2.0 * float(student_t.sf(ee, df))),
+        p_value=p,
+        p_method="t on log throughput, rounds as blocks",
+        alpha=look_alpha,
+        t_stat=tt,
+        different_bound=cc,
+        same_bound=ee,
+        df=df,
+        rounds=fit.rounds,
+        run_cv=math.expm1(float(fit.sigma[0])),
+        drift=_drift(log_a, log_b),
+        verdict=verdict,
+        reason=reason + dropped,
+    )
+    return res, True
+
+
+def compare(
+    a_rounds: Sequence[Samples],
+    b_rounds: Sequence[Samples],
+    *,
+    margin: float = DEFAULT_MARGIN,
+    alpha: float = DEFAULT_ALPHA,
+    same_alpha: float = SAME_ALPHA,
+    name: str = "",
+) -> ComparisonResult:
+    """A single, final look (fixed sample): the A/A pair and one-off comparisons."""
+    runs = max(1, min(sum(len(r) for r in a_rounds), sum(len(r) for r in b_rounds)))
+    return evaluate(a_rounds, b_rounds, look=0, schedule=[runs], margin=margin, alpha=alpha,
+                    same_alpha=same_alpha, name=name)[0]
+
+
+def next_step(
+    a_rounds: Sequence[Samples],
+    b_rounds: Sequence[Samples],
+    runs_so_far: int,
+    max_runs: int,
+    *,
+    margin: float = DEFAULT_MARGIN,
+    alpha: float = DEFAULT_ALPHA,
+    same_alpha: float = SAME_ALPHA,
+    min_runs: int = MIN_RUNS,
+    step: int = RUN_STEP,
+    name: str = "",
+) -> Decision:
+    """Look at a comparison after `runs_so_far` runs per arm: stop, or how many more.
+
+    The look is the last schedule point <= runs_so_far, so a caller that follows the
+    decisions spends each look's error once. Before the first point the answer is always
+    "run more" and nothing is decided.
+    """
+    schedule = look_schedule(max_runs, min_runs, step)
+    reached = [i for i, n in enumerate(schedule) if n <= runs_so_far]
+    look = reached[-1] if reached else 0
+    result, fixable = evaluate(a_rounds, b_rounds, look=look, schedule=schedule,
+                               margin=margin, alpha=alpha, same_alpha=same_alpha, name=name)
+    common = {"runs_so_far": runs_so_far, "max_runs": max_runs, "look": look,
+              "looks_planned": len(schedule), "schedule": schedule}
+    if not reached:
+        more = schedule[0] - runs_so_far
+        result = result.model_copy(update={
+            "verdict": "UNKNOWN", "reason": f"before the first look ({schedule[0]} runs)"})
+        return Decision(**common, comparison=result, action="run_more",
+                        more_runs_per_arm=more,
+                        reason=f"fewer than {schedule[0]} runs per arm: run {more} more")
+    if result.verdict != "UNKNOWN":
+        return Decision(**common, comparison=result, action="stop",
+                        reason=f"{result.verdict} at {runs_so_far} runs per arm")
+    if not fixable:
+        return Decision(**common, comparison=result, action="stop",
+                        reason=f"more runs cannot help: {result.reason}")
+    if look == len(schedule) - 1:
+        return Decision(**common, comparison=result, action="stop",
+                        reason=f"UNKNOWN after {runs_so_far} runs per arm: budget spent")
+    more = schedule[look + 1] - runs_so_far
+    return Decision(**common, comparison=result, action="run_more", more_runs_per_arm=more,
+                    reason=f"UNKNOWN ({result.reason}): run {more} more per arm")
