@@ -41,10 +41,21 @@ def test_readyz_needs_a_recent_worker_heartbeat(url: str, http: httpx.Client,
     response = http.get(f"{url}/readyz")
     assert response.status_code == 503
     assert "no worker heartbeat" in response.json()["reason"]
-    JobStore(settings, redis_client).worker_alive("gpu-h100@runner-1", ttl_s=60)
+    store = JobStore(settings, redis_client)
+    store.worker_alive("triage@api-1", ttl_s=60, queues=["triage"])
+    # Issue 15, defect 9: a triage worker alone used to make /readyz 200 although no
+    # runner would ever pick a job up.
+    response = http.get(f"{url}/readyz")
+    assert response.status_code == 503
+    assert response.json()["runners"] == {kind: False for kind in settings.gpu_kinds}
+    assert "gpu-" in response.json()["reason"]
+    for kind in settings.gpu_kinds:
+        store.worker_alive(f"gpu-{kind}@runner-1", ttl_s=60, queues=[f"gpu-{kind}"])
     response = http.get(f"{url}/readyz")
     assert response.status_code == 200
-    assert response.json() == {"ok": True, "workers": 1}
+    assert response.json() == {"ok": True, "workers": 1 + len(settings.gpu_kinds),
+                               "triage": True,
+                               "runners": {kind: True for kind in settings.gpu_kinds}}
 
 
 def test_readyz_ignores_a_stale_heartbeat(make_settings: Callable[..., Settings],
@@ -53,7 +64,7 @@ def test_readyz_ignores_a_stale_heartbeat(make_settings: Callable[..., Settings]
     settings = make_settings(worker_heartbeat_max_age_s=5)
     url = serve(settings)
     key = settings.key("worker", "triage@old")
-    redis_client.set(key, "1000.0", ex=60)  # a heartbeat from 1970
+    redis_client.set(key, '{"at": 1000.0, "queues": ["triage"]}', ex=60)  # from 1970
     assert http.get(f"{url}/readyz").status_code == 503
 
 

@@ -9,6 +9,7 @@ import httpx
 import pytest
 import redis
 
+from tests.service.support import LINK_KEY
 from triagebot.jobs import JobRecord, JobStore, job_id
 from triagebot.model import Plan
 from triagebot.settings import Settings
@@ -22,7 +23,7 @@ def make_job(store: JobStore, *, title: str = "MTP slower under CUDA graphs",
              command: str = "@triagebot repro", trigger: str = "comment-1",
              requester: str = "maint") -> JobRecord:
     plan = Plan(engine="transformers", gpu_kind="h100", question="Is MTP slower?", cells=[])
-    record = JobRecord(id=job_id("acme/engine", 42, trigger, command), repo="acme/engine",
+    record = JobRecord(id=job_id(LINK_KEY, "acme/engine", 42, trigger, command), repo="acme/engine",
                        number=42, title=title, trigger=trigger, requester=requester,
                        command=command, plan_hash=f"plan-{trigger}", gpu_kind="h100", cells=4,
                        runs_planned=20, eta_s=1500)
@@ -105,10 +106,10 @@ def test_json(url: str, http: httpx.Client, store: JobStore) -> None:
 
 
 @pytest.mark.parametrize("path", [
-    "/jobs/0123456789abcdef0123",
-    "/jobs/0123456789abcdef0123.json",
-    "/jobs/0123456789ABCDEF0123",
-    "/jobs/0123456789abcdef012",
+    "/jobs/0123456789abcdef0123456789abcdef",
+    "/jobs/0123456789abcdef0123456789abcdef.json",
+    "/jobs/0123456789ABCDEF0123456789ABCDEF",
+    "/jobs/0123456789abcdef0123456789abcde",
     "/jobs/..%2F..%2Fetc",
     "/jobs/%3Cscript%3E.json",
 ])
@@ -124,5 +125,5 @@ def test_job_store_down_is_503(make_settings: Callable[..., Settings],
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = serve(make_settings(redis_url=f"redis://127.0.0.1:{port}/0"))
-    assert http.get(f"{url}/jobs/0123456789abcdef0123").status_code == 503
-    assert http.get(f"{url}/jobs/0123456789abcdef0123.json").status_code == 503
+    assert http.get(f"{url}/jobs/0123456789abcdef0123456789abcdef").status_code == 503
+    assert http.get(f"{url}/jobs/0123456789abcdef0123456789abcdef.json").status_code == 503

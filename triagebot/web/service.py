@@ -36,7 +36,8 @@ class Service:
         if self._redis is None:
             with self._lock:
                 if self._redis is None:
-                    self._redis = connect(self.settings)
+                    self._redis = connect(self.settings,
+                                          self.settings.ingress_redis_timeout_s)
         return self._redis
 
     @property
@@ -44,7 +45,9 @@ class Service:
         if self._celery is None:
             with self._lock:
                 if self._celery is None:
-                    self._celery = create_celery(self.settings, register_tasks=False)
+                    self._celery = create_celery(
+                        self.settings, register_tasks=False,
+                        io_timeout_s=self.settings.ingress_redis_timeout_s)
         return self._celery
 
     @cached_property

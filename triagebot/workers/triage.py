@@ -7,19 +7,21 @@ leave results in Redis and ask for a `publish` here.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import redis
 from celery import Celery
 
-from triagebot import handlers
+from triagebot import handlers, links
 from triagebot.commands import Command, CommandError, help_text
 from triagebot.errors import PlanRejected
 from triagebot.events import Actor, ThreadEvent
-from triagebot.github import GitHubClient, Thread
+from triagebot.github import GitHubClient, GitHubError, Thread
 from triagebot.jobs import JobRecord, JobStore, job_id, text_of, utc_day
 from triagebot.options import ReproOptions
 from triagebot.parse import parse_report
@@ -33,6 +35,10 @@ log = logging.getLogger(__name__)
 
 CONFIG_PATH = ".github/triagebot.toml"
 _ABSENT = "\x00absent"
+
+
+# Failures that may pass: the task retries them (with backoff) instead of answering.
+TRANSIENT = (GitHubError, redis.ConnectionError, redis.TimeoutError)
 
 
 class CommentBusy(Exception):
@@ -67,41 +73,74 @@ class Triage:
         if not items or event.comment is None:
             return
         gh = self.github(event.installation_id)
-        actor = event.sender.login
         config, problems = self._config(gh, event.repo)
         if problems:
             self._reply(gh, event, [words.config_error(problems)])
             gh.react(event.repo, event.comment.id, "confused")
             return
         sections: list[str] = []
-        queued = False
+        queued = broken = False
         for item in items:
-            if isinstance(item, CommandError):
-                sections.append(words.command_errors([item.message]))
-            elif item.name == "help":
-                sections.append(help_text(self.settings.command_name))
-            elif item.name == "status":
-                jobs = self.store.thread_jobs(event.repo, event.number)
-                sections.append(words.status(jobs, {j.id: self.job_url(j.id) for j in jobs}))
-            elif not self._allowed(gh, event.repo, actor, config):
-                if self._first_refusal(event.repo, event.number, actor):
-                    sections.append(words.refusal(actor, self.settings.command_name))
-            elif item.name == "cancel":
-                sections.append(self._cancel(event, actor))
-            else:
-                answer = self._repro(gh, event, config, item)
-                queued = queued or answer is None
-                if answer:
-                    sections.append(answer)
+            try:
+                answer, started = self._command(gh, event, config, item)
+            except TRANSIENT:
+                raise  # the task retries the whole comment; every step is idempotent
+            except Exception as exc:
+                # A bug must not turn into silence: the requester hears that it failed.
+                log.exception("%s#%d: %r failed", event.repo, event.number,
+                              getattr(item, "name", "command"))
+                answer, started = words.internal_error(type(exc).__name__), False
+                broken = True
+            queued = queued or started
+            if answer:
+                sections.append(answer)
         if queued:
             gh.react(event.repo, event.comment.id, "+1")
         if sections:
             self._reply(gh, event, sections)
+        if broken:
+            gh.react(event.repo, event.comment.id, "confused")
+
+    def _command(self, gh: GitHubClient, event: ThreadEvent, config: RepoConfig,
+                 item: Command | CommandError) -> tuple[str | None, bool]:
+        """One command's answer (None: nothing to say) and whether it queued a job."""
+        actor = event.sender.login
+        if isinstance(item, CommandError):
+            return words.command_errors([item.message]), False
+        if item.name == "help":
+            return help_text(self.settings.command_name), False
+        if item.name == "status":
+            jobs = self.store.thread_jobs(event.repo, event.number)
+            return words.status(jobs, {j.id: self.job_url(j) for j in jobs}), False
+        if not self._allowed(gh, event.repo, actor, config):
+            if self._first_refusal(event.repo, event.number, actor):
+                return words.refusal(self.settings.command_name), False
+            return None, False
+        if item.name == "cancel":
+            return self._cancel(event, actor), False
+        answer = self._repro(gh, event, config, item)
+        return answer, answer is None
+
+    def report_failure(self, event: ThreadEvent, reason: str) -> None:
+        """Last word on a comment the task gave up on after its retries."""
+        if event.comment is None:
+            return
+        gh = self.github(event.installation_id)
+        self._reply(gh, event, [words.gave_up(reason)])
+        gh.react(event.repo, event.comment.id, "confused")
 
     def _reply(self, gh: GitHubClient, event: ThreadEvent, sections: list[str]) -> None:
+        """One answer per comment, however many copies of its delivery arrive at once."""
         assert event.comment is not None
-        gh.upsert_comment(event.repo, event.number, f"reply={event.comment.id}",
-                          words.reply(event.sender.login, sections))
+        body = words.reply(event.sender.login, sections)
+        where = f"{event.repo.lower()}#{event.number}"
+        digest = hashlib.sha256(body.encode()).hexdigest()[:24]
+        posted = self.settings.key("replied", where, str(event.comment.id))
+        with self.store.claimed("reply", where, str(event.comment.id)) as ours:
+            if not ours or text_of(self.store.redis.get(posted) or b"") == digest:
+                return
+            gh.upsert_comment(event.repo, event.number, f"reply={event.comment.id}", body)
+            self.store.redis.set(posted, digest, ex=2 * 24 * 3600)
 
     def _thread_event(self, event: ThreadEvent) -> None:
         gh = self.github(event.installation_id)
@@ -169,33 +208,50 @@ class Triage:
                          f"{plan.engine} {plan.engine_version or 'latest'}. Name other "
                          "releases with version=.")
         record = JobRecord(
-            id=job_id(event.repo, event.number, trigger, command), repo=event.repo,
+            id=job_id(self.settings.link_key, event.repo, event.number, trigger, command),
+            repo=event.repo, private=event.private,
             number=event.number, installation_id=event.installation_id, is_pr=thread.is_pr,
             title=thread.title[:300], trigger=trigger, requester=event.sender.login,
             command=command, plan_hash=plan.plan_hash, gpu_kind=plan.gpu_kind,
             cells=len(plan.cells), estimated_s=plan.estimated_seconds)
         created = self.store.create(record, plan, request)
         if created.status == "busy":
-            return words.busy(created.job, self.job_url(created.job.id))
+            return words.busy(created.job, self.job_url(created.job))
         self._acknowledge_and_enqueue(gh, created.job, notes)
         return None
 
     def _acknowledge_and_enqueue(self, gh: GitHubClient, job: JobRecord,
                                  notes: list[str]) -> None:
-        """Post the job's comment and queue it; safe to repeat after a crash midway."""
+        """Post the job's comment and queue it, once.
+
+        Concurrent deliveries of one comment (GitHub redelivers, edits re-fire) all reach
+        here with the same job: the claim lets one of them post and enqueue, and the others
+        add nothing. A holder that crashed midway leaves the claim to expire and the job
+        not `enqueued`, so a redelivery finishes the step.
+        """
         if job.state != "queued" or job.enqueued:
             return
-        plan = self.store.plan(job.id)
-        ahead, wait_s = self.store.queue_position(job)
-        body = words.acknowledgement(job, plan, ahead, wait_s, self.job_url(job.id), notes)
-        comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
-                                       job.comment_id)
-        self.store.set(job.id, comment_id=comment_id)
-        self.celery.send_task(names.RUN_JOB, args=[job.id],
-                              queue=self.settings.queue_for(job.gpu_kind),
-                              task_id=f"job-{job.id}-{uuid.uuid4().hex[:8]}",
-                              ignore_result=True)
-        self.store.set(job.id, enqueued=True)
+        with self.store.claimed("acknowledge", job.id) as ours:
+            if not ours:
+                return
+            job = self.store.require(job.id)
+            if job.state != "queued" or job.enqueued:
+                return
+            plan = self.store.plan(job.id)
+            ahead, wait_s = self.store.queue_position(job)
+            body = words.acknowledgement(job, plan, ahead, wait_s, self.job_url(job), notes,
+                                         runner_live=self._runner_live(job.gpu_kind))
+            comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
+                                           job.comment_id)
+            self.store.set(job.id, comment_id=comment_id)
+            self.celery.send_task(names.RUN_JOB, args=[job.id],
+                                  queue=self.settings.queue_for(job.gpu_kind),
+                                  task_id=f"job-{job.id}-{uuid.uuid4().hex[:8]}",
+                                  ignore_result=True)
+            self.store.set(job.id, enqueued=True)
+
+    def _runner_live(self, gpu_kind: str) -> bool:
+        return gpu_kind in self.store.live_runner_kinds(self.settings.worker_heartbeat_max_age_s)
 
     def _cancel(self, event: ThreadEvent, actor: str) -> str:
         active = [j for j in self.store.thread_jobs(event.repo, event.number) if not j.terminal]
@@ -249,8 +305,8 @@ class Triage:
         return bool(self.store.redis.set(key, "1", nx=True, ex=2 * 24 * 3600))
 
     # --- the job's comment ----------------------------------------------------------------
-    def job_url(self, id_: str) -> str:
-        return f"{self.settings.public_url.rstrip('/')}/jobs/{id_}"
+    def job_url(self, job: JobRecord) -> str:
+        return links.job_url(self.settings, job)
 
     @contextmanager
     def _comment_lock(self, id_: str) -> Iterator[None]:
@@ -275,7 +331,7 @@ class Triage:
                 return
             gh = self.github(job.installation_id)
             comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}",
-                                           words.progress(job, self.job_url(job.id)),
+                                           words.progress(job, self.job_url(job)),
                                            job.comment_id)
             self.store.set(id_, comment_id=comment_id, progress_posted_at=time.time())
 
@@ -293,7 +349,7 @@ class Triage:
             if job is None or job.published:
                 return
             gh = self.github(job.installation_id)
-            body = words.final(job, self.store.report(id_), self.job_url(id_))
+            body = words.final(job, self.store.report(id_), self.job_url(job))
             comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
                                            job.comment_id)
             self.store.set(id_, comment_id=comment_id)
@@ -309,7 +365,9 @@ class Triage:
         if label:
             gh.add_labels(job.repo, job.number, [label])
         if job.trigger.startswith("comment-"):
-            reaction = {"done": "rocket", "failed": "confused"}.get(job.state)
+            # A job that ran but whose outcome is `error` (every run failed) is no success.
+            state = "failed" if job.outcome == "error" else job.state
+            reaction = {"done": "rocket", "failed": "confused"}.get(state)
             if reaction:
                 gh.react(job.repo, int(job.trigger.removeprefix("comment-")), reaction)
 
