@@ -11,6 +11,7 @@ import redis
 
 from tests.service.support import LINK_KEY
 from triagebot.jobs import JobRecord, JobStore, job_id
+from triagebot.links import job_url
 from triagebot.model import Plan
 from triagebot.settings import Settings
 
@@ -21,11 +22,12 @@ HOSTILE_REPORT = "## Verdict\n\n<img src=x onerror=alert(2)> spec/no_spec = 0.56
 
 def make_job(store: JobStore, *, title: str = "MTP slower under CUDA graphs",
              command: str = "@triagebot repro", trigger: str = "comment-1",
-             requester: str = "maint") -> JobRecord:
+             requester: str = "maint", private: bool = False) -> JobRecord:
     plan = Plan(engine="transformers", gpu_kind="h100", question="Is MTP slower?", cells=[])
-    record = JobRecord(id=job_id(LINK_KEY, "acme/engine", 42, trigger, command), repo="acme/engine",
-                       number=42, title=title, trigger=trigger, requester=requester,
-                       command=command, plan_hash=f"plan-{trigger}", gpu_kind="h100", cells=4,
+    record = JobRecord(id=job_id(LINK_KEY, "acme/engine", 42, trigger, command),
+                       repo="acme/engine", private=private, number=42, title=title,
+                       trigger=trigger, requester=requester, command=command,
+                       plan_hash=f"plan-{trigger}", gpu_kind="h100", cells=4,
                        runs_planned=20, eta_s=1500)
     created = store.create(record, plan, None)
     assert created.status == "created"
@@ -127,3 +129,22 @@ def test_job_store_down_is_503(make_settings: Callable[..., Settings],
     url = serve(make_settings(redis_url=f"redis://127.0.0.1:{port}/0"))
     assert http.get(f"{url}/jobs/0123456789abcdef0123456789abcdef").status_code == 503
     assert http.get(f"{url}/jobs/0123456789abcdef0123456789abcdef.json").status_code == 503
+
+
+def test_private_job_pages_need_the_signed_link(url: str, http: httpx.Client,
+                                                store: JobStore, settings: Settings) -> None:
+    # Issue 15, defect 6: any job page opened with its (computable) id alone.
+    job = make_job(store, private=True)
+    link = job_url(settings, job)
+    assert link.startswith(f"{settings.public_url}/jobs/{job.id}?key=")
+    for path in (f"/jobs/{job.id}", f"/jobs/{job.id}.json", f"/jobs/{job.id}?key=",
+                 f"/jobs/{job.id}?key={'0' * 32}", f"/jobs/{job.id}.json?key={'f' * 32}"):
+        response = http.get(f"{url}{path}")
+        assert response.status_code == 404, path
+        assert response.json() == {"detail": "no such job"}  # same as a missing job
+    key = link.split("?key=")[1]
+    assert http.get(f"{url}/jobs/{job.id}", params={"key": key}).status_code == 200
+    assert http.get(f"{url}/jobs/{job.id}.json", params={"key": key}).json()["id"] == job.id
+    public = make_job(store, trigger="comment-2")
+    assert job_url(settings, public) == f"{settings.public_url}/jobs/{public.id}"
+    assert http.get(f"{url}/jobs/{public.id}").status_code == 200

@@ -1,8 +1,9 @@
 """Transport-level dedupe of webhook deliveries by their `X-GitHub-Delivery` id.
 
-A delivery is *claimed* (short TTL) before its work is enqueued and *recorded* (long TTL)
-only after, so a crash in between leaves a claim that expires and a redelivery that
-works, while concurrent copies of one delivery see the claim and are dropped.
+A delivery is *claimed* (a few seconds) before its work is enqueued and *recorded* (long
+TTL) only after, so a crash or a hung Redis in between leaves a claim that soon expires
+and a redelivery that works, while concurrent copies of one delivery see the claim and
+are dropped. Copies that slip through anyway make no second job: triage dedupes by job.
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ from triagebot.settings import Settings
 
 # GitHub sends a GUID; anything else is refused before it becomes part of a Redis key.
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
-CLAIM_TTL_S = 120
+# Claim to record takes well under a second (every Redis call on this path times out at
+# `ingress_redis_timeout_s`). A longer claim only matters when a claim was written but its
+# answer lost, as when Redis hangs and later runs the queued SET: the event was never
+# enqueued, and a redelivery after this many seconds is accepted again.
+CLAIM_TTL_S = 5
 
 # Only a claim that is still pending is ours to drop; a recorded delivery stays.
 _RELEASE = """

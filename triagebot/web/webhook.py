@@ -105,7 +105,7 @@ def enqueue(service: Service, ev: ThreadEvent) -> Outcome:
             return Outcome(202, {"duplicate": True, "delivery": guid}, "duplicate",
                            action=ev.action, repo=ev.repo)
     except redis.RedisError as exc:
-        unavailable.extra["error"] = type(exc).__name__
+        unavailable.extra.update(error=type(exc).__name__, stage="claim")
         return unavailable
     try:
         service.celery.send_task(
@@ -120,7 +120,7 @@ def enqueue(service: Service, ev: ThreadEvent) -> Outcome:
     except Exception as exc:
         # Whatever the broker raised, the event is not queued: free the claim so a
         # redelivery is accepted, and tell GitHub the delivery failed.
-        unavailable.extra["error"] = type(exc).__name__
+        unavailable.extra.update(error=type(exc).__name__, stage="enqueue")
         with contextlib.suppress(redis.RedisError):  # else the claim expires on its own
             service.deliveries.release(guid)
         return unavailable
