@@ -45,8 +45,9 @@ class Settings(BaseSettings):
     # Every Redis call on the webhook path gives up after this, so a hung Redis answers
     # 503 well inside GitHub's 10 s delivery timeout.
     ingress_redis_timeout_s: float = Field(default=0.5, gt=0, le=5)
-    # Request bodies read at once before their signature is checked; more wait their turn.
-    max_unverified_bodies: int = Field(default=8, ge=1, le=1024)
+    # Bytes of request bodies held at once (per process) before their signature is checked;
+    # a request that finds no room within a second is answered 503.
+    unverified_body_budget_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     # A secret for job ids and page links; defaults to the first webhook secret.
     link_secret: SecretStr | None = None
     # Only these OWNER/NAME repositories are served; empty means every installation.
@@ -142,6 +143,9 @@ class Settings(BaseSettings):
         if self.default_gpu not in self.gpu_kinds:
             raise ValueError(f"default_gpu {self.default_gpu!r} is not one of gpu_kinds "
                              f"{self.gpu_kinds}")
+        if self.unverified_body_budget_bytes < self.max_body_bytes:
+            raise ValueError("unverified_body_budget_bytes must be at least max_body_bytes, or "
+                             "the largest delivery could never be read")
         if self.heartbeat_s * 2 > self.lock_ttl_s:
             raise ValueError("heartbeat_s must be at most half of lock_ttl_s")
         return self

@@ -14,6 +14,7 @@ from celery import Celery
 
 from triagebot.jobs import JobStore, connect
 from triagebot.settings import Settings
+from triagebot.web.body import BodyBudget
 from triagebot.web.deliveries import Deliveries
 from triagebot.web.metrics import Metrics
 from triagebot.workers.app import create_celery
@@ -30,6 +31,7 @@ class Service:
         self._own_redis = redis_client is None
         self._lock = threading.Lock()
         self.metrics = Metrics(settings, lambda: self.jobs)
+        self.bodies = BodyBudget(settings.unverified_body_budget_bytes, wait_s=1.0)
 
     @property
     def redis(self) -> redis.Redis:

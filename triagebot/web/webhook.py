@@ -19,13 +19,20 @@ import redis
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from triagebot.events import EventError, ThreadEvent, normalise, worth_queueing
-from triagebot.web.body import BadContentLength, BodyTooLarge, read_capped
+from triagebot.web.body import (
+    BadContentLength,
+    BodyTooLarge,
+    NoRoom,
+    declared_length,
+    read_capped,
+)
 from triagebot.web.deliveries import DELIVERY_ID
 from triagebot.web.deps import service_of
 from triagebot.web.service import Service
-from triagebot.web.signature import verify
+from triagebot.web.signature import Verifier, expected_digest
 from triagebot.workers import names
 
 log = logging.getLogger("triagebot.web.webhook")
@@ -53,10 +60,8 @@ def _action_of(payload: Mapping[str, Any]) -> str | None:
 
 
 def process(service: Service, headers: Mapping[str, str], body: bytes) -> Outcome:
-    """Everything after the body is read; blocking, so it runs in the threadpool."""
+    """Everything after the body is read and verified; blocking, so it runs in a thread."""
     settings = service.settings
-    if not verify(body, headers.get("x-hub-signature-256"), settings.webhook_secrets):
-        return _refuse(401, "unauthorized", "signature does not match", verified=False)
     event = headers.get("x-github-event")
     delivery = headers.get("x-github-delivery")
     if not event or not delivery:
@@ -143,18 +148,46 @@ def _safe(value: str | None) -> str:
     return value[:64] if plain else "?"
 
 
+async def _receive(service: Service, request: Request) -> Outcome | bytes:
+    """The verified body, or why there is none. Nothing is read for a request that is
+    over the cap or carries no well-formed signature, and reading waits for room in the
+    unverified-body budget."""
+    settings = service.settings
+    try:
+        size = declared_length(request, settings.max_body_bytes)
+    except BodyTooLarge:
+        return _refuse(413, "too_large", "body over the size limit", verified=False)
+    except BadContentLength:
+        return _refuse(400, "bad_request", "Content-Length is not a number", verified=False)
+    expected = expected_digest(request.headers.get("x-hub-signature-256"))
+    if expected is None:
+        return _refuse(401, "unauthorized", "signature does not match", verified=False)
+    verifier = Verifier(expected, settings.webhook_secrets)
+    try:
+        async with service.bodies.reserve(settings.max_body_bytes if size is None else size):
+            body = await read_capped(request, settings.max_body_bytes, verifier.update)
+    except BodyTooLarge:
+        return _refuse(413, "too_large", "body over the size limit", verified=False)
+    except NoRoom:
+        return _refuse(503, "busy", "too many bodies in flight; redeliver later",
+                       verified=False)
+    except ClientDisconnect:
+        return _refuse(400, "disconnected", "the client left before the body ended",
+                       verified=False)
+    if not verifier.matched():
+        return _refuse(401, "unauthorized", "signature does not match", verified=False)
+    return body
+
+
 @router.post("/webhook")
 async def webhook(request: Request) -> JSONResponse:
     service = service_of(request)
     headers = request.headers
-    try:
-        body = await read_capped(request, service.settings.max_body_bytes)
-    except BodyTooLarge:
-        outcome = _refuse(413, "too_large", "body over the size limit", verified=False)
-    except BadContentLength:
-        outcome = _refuse(400, "bad_request", "Content-Length is not a number", verified=False)
+    received = await _receive(service, request)
+    if isinstance(received, Outcome):
+        outcome = received
     else:
-        outcome = await run_in_threadpool(process, service, headers, body)
+        outcome = await run_in_threadpool(process, service, headers, received)
     event = headers.get("x-github-event")
     # Until the signature matched, the event header is anyone's word.
     service.metrics.delivery(event if outcome.verified else "unverified", outcome.result)
@@ -164,7 +197,7 @@ async def webhook(request: Request) -> JSONResponse:
               "status": outcome.status, **outcome.extra}
     level = logging.WARNING if outcome.status >= 500 else logging.INFO
     log.log(level, " ".join(f"{k}={v}" for k, v in fields.items()), extra=fields)
-    # After a 413 the rest of the body is unread: close rather than drain whatever the
-    # client still sends.
-    close = {"Connection": "close"} if outcome.status == 413 else None
+    # After a refusal before reading, the rest of the body is unread: close rather than
+    # drain whatever the client still sends.
+    close = {"Connection": "close"} if not outcome.verified else None
     return JSONResponse(outcome.body, status_code=outcome.status, headers=close)
