@@ -84,7 +84,9 @@ def test_page_of_a_finished_job_stops_refreshing(url: str, http: httpx.Client,
     assert "reproduced" in html
     assert "MTP is 0.56x of no-spec under CUDA graphs (n=10 each)" in html
     assert "20 of 20" in html
-    assert "<pre>## Reproduced\n</pre>" in html
+    # Issue 15, defect 8: the report was raw markdown in a <pre>.
+    assert '<article class="report" id="report"><h2>Reproduced</h2>' in html
+    assert 'class="badge tone-good" id="verdict">reproduced<' in html
     assert "ahead" not in html
 
 
