@@ -23,17 +23,20 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
+from triagebot.analyze.findings_models import Outcome
 from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.settings import Settings
 
 JobState = Literal["queued", "running", "done", "failed", "cancelled"]
 STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed", "cancelled")
 TERMINAL: frozenset[str] = frozenset({"done", "failed", "cancelled"})
+# What a finished report concluded, counted for /metrics.
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 _MOVES: dict[str, frozenset[str]] = {
     "queued": frozenset({"running", "cancelled", "failed"}),
     # running -> queued: the worker lost the job (crash, shutdown) and it waits for a retry.
@@ -273,6 +276,8 @@ class JobStore:
                         pipe.srem(self._k("state", old.state), id_)
                         if new.state in TERMINAL:
                             pipe.incr(self._k("finished", new.state))
+                            if new.outcome in OUTCOMES:
+                                pipe.incr(self._k("outcome", new.outcome))
                             self._release_active(pipe, new)
                         else:
                             pipe.sadd(self._k("state", new.state), id_)
@@ -336,6 +341,11 @@ class JobStore:
                 pipe.scard(self._k("state", state))
         return {state: int(value or 0)
                 for state, value in zip(STATES, pipe.execute(), strict=True)}
+
+    def count_by_outcome(self) -> dict[str, int]:
+        """Finished jobs so far by the outcome of their report."""
+        values = self.redis.mget([self._k("outcome", o) for o in OUTCOMES])
+        return {o: int(v or 0) for o, v in zip(OUTCOMES, values, strict=True)}
 
     def queued_ahead(self, record: JobRecord) -> int:
         """Jobs for the same GPU kind created before this one and not started yet."""

@@ -118,6 +118,19 @@ def test_metrics_count_deliveries_and_read_redis(url: str, http: httpx.Client,
     assert after[(f"{histogram}_bucket", (("le", "+Inf"),))] == 4
     assert after[(f"{histogram}_count", ())] == 4
     assert after[(f"{histogram}_sum", ())] == 5083.0
+    # Issue 15, defect 9: no ack-latency histogram and no outcome counter.
+    ack = "triagebot_webhook_ack_seconds"
+    assert after[(f"{ack}_count", (("result", "queued"),))] == 1
+    assert after[(f"{ack}_bucket", (("le", "10.0"), ("result", "unauthorized")))] == 1
+    assert 0 < after[(f"{ack}_sum", (("result", "queued"),))] < 10
+    outcomes = "triagebot_job_outcomes_total"
+    assert after[(outcomes, (("outcome", "reproduced"),))] == 0
+    job = make_job(store, title="three", trigger="comment-3")
+    store.move(job.id, "running")
+    store.move(job.id, "done", outcome="error")
+    final = _samples(http.get(f"{url}/metrics").text)
+    assert final[(outcomes, (("outcome", "error"),))] == 1
+    assert final[(outcomes, (("outcome", "reproduced"),))] == 0
 
 
 def test_each_app_has_its_own_registry(make_settings: Callable[..., Settings],

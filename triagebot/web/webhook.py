@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,6 +182,7 @@ async def _receive(service: Service, request: Request) -> Outcome | bytes:
 
 @router.post("/webhook")
 async def webhook(request: Request) -> JSONResponse:
+    started = time.perf_counter()
     service = service_of(request)
     headers = request.headers
     received = await _receive(service, request)
@@ -190,7 +192,8 @@ async def webhook(request: Request) -> JSONResponse:
         outcome = await run_in_threadpool(process, service, headers, received)
     event = headers.get("x-github-event")
     # Until the signature matched, the event header is anyone's word.
-    service.metrics.delivery(event if outcome.verified else "unverified", outcome.result)
+    service.metrics.delivery(event if outcome.verified else "unverified", outcome.result,
+                             time.perf_counter() - started)
     fields = {"delivery": _safe(headers.get("x-github-delivery")),
               "event": _safe(event)[:40], "action": _safe(outcome.action),
               "repo": outcome.repo or "-", "result": outcome.result,
