@@ -346,7 +346,7 @@ def serve(
 
     from triagebot.settings import SettingsError, load_settings
     from triagebot.web import create_app
-    from triagebot.web.serving import FACTORY, log_config
+    from triagebot.web.serving import FACTORY, PROTOCOL, log_config
 
     try:
         settings = load_settings()
@@ -357,7 +357,7 @@ def serve(
     target: Any = web if workers == 1 else FACTORY
     uvicorn.run(target, factory=workers > 1, workers=workers, host=host or settings.host,
                 port=port or settings.port, log_config=log_config(), log_level="info",
-                proxy_headers=True)
+                http=PROTOCOL, proxy_headers=True)
 
 
 @app.command()

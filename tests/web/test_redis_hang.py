@@ -20,9 +20,8 @@ import httpx
 import pytest
 import redis
 
-from tests.web.support import deliver, fixture
+from tests.web.support import deliver, fixture, queued
 from triagebot.settings import Settings
-from triagebot.web.deliveries import CLAIM_TTL_S
 
 
 def _free_port() -> int:
@@ -89,8 +88,17 @@ def test_frozen_redis_answers_503_within_a_second(
           f"/readyz 503 in {ready_took:.2f} s")
     assert max(timings) < 1.0 and ready_took < 1.0
     os.kill(proc.pid, signal.SIGCONT)
-    # Thawed, Redis runs the claims it had queued; they expire within seconds, and then a
-    # redelivery of the same id is taken (the 503s did not enqueue it).
-    time.sleep(CLAIM_TTL_S + 0.5)
+    # Thawed, Redis runs the scripts it had received: record-and-queue is one atomic step,
+    # so the delivery is queued exactly once, and its redelivery is rightly a duplicate.
+    # (With a separate claim, a claim landing late blocked the redelivery of an event
+    # that was never queued.)
+    client = redis.Redis.from_url(url_of_redis)
+    settings = make_settings(redis_url=url_of_redis)
+    deadline = time.monotonic() + 5
+    while client.get(settings.key("delivery", "frozen-1")) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     again = deliver(http, url, "issue_comment", payload, delivery="frozen-1")
-    assert again.status_code == 202 and again.json().get("queued"), again.text
+    assert again.status_code == 202 and again.json().get("duplicate"), again.text
+    ids = [queued_message["id"] for queued_message in queued(client, settings)]
+    assert ids.count("event-frozen-1") == 1 and "event-warm" in ids

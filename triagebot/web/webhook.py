@@ -1,14 +1,14 @@
 """`POST /webhook`: verify, filter, dedupe, enqueue, acknowledge. Never calls GitHub.
 
 The order is the contract: the body is read with a cap, the signature is checked over
-those exact bytes before anything parses them, and a delivery is recorded as seen only
-after its event is on the queue. When Redis or the broker fails the answer is 503, so
-GitHub lists the delivery as failed and it can be redelivered.
+those exact bytes (as they stream in) before anything parses them, and the delivery is
+recorded as seen in the same atomic step that puts its event on the queue. When Redis
+fails or hangs the answer is 503 within `ingress_redis_timeout_s`, so GitHub lists the
+delivery as failed and it can be redelivered.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import time
@@ -34,6 +34,7 @@ from triagebot.web.deliveries import DELIVERY_ID
 from triagebot.web.deps import service_of
 from triagebot.web.service import Service
 from triagebot.web.signature import Verifier, expected_digest
+from triagebot.web.task_message import task_message
 from triagebot.workers import names
 
 log = logging.getLogger("triagebot.web.webhook")
@@ -102,43 +103,25 @@ def _ignored(ev: ThreadEvent, reason: str) -> Outcome:
 
 
 def enqueue(service: Service, ev: ThreadEvent) -> Outcome:
-    """Claim the delivery, put the event on the triage queue, then record the delivery."""
+    """Record the delivery and queue its event for triage, atomically, unless seen."""
     guid = ev.delivery
-    unavailable = Outcome(503, {"error": "queue unavailable; redeliver later"}, "unavailable",
-                          action=ev.action, repo=ev.repo)
+    message = task_message(
+        names.HANDLE_EVENT, f"event-{guid}", [ev.model_dump(mode="json")],
+        names.TRIAGE_QUEUE,
+        # What Celery logs and shows (Flower) instead of a repr of the whole event: issue
+        # text stays out of logs.
+        argsrepr=f"({ev.event}.{ev.action} {ev.repo}#{ev.number})")
     try:
-        if not service.deliveries.claim(guid):
-            return Outcome(202, {"duplicate": True, "delivery": guid}, "duplicate",
-                           action=ev.action, repo=ev.repo)
+        fresh = service.deliveries.enqueue_once(guid, names.TRIAGE_QUEUE, message)
     except redis.RedisError as exc:
-        unavailable.extra.update(error=type(exc).__name__, stage="claim")
-        return unavailable
-    try:
-        service.celery.send_task(
-            names.HANDLE_EVENT, args=[ev.model_dump(mode="json")], queue=names.TRIAGE_QUEUE,
-            task_id=f"event-{guid}",
-            # Nobody waits on the result; without this Celery subscribes to a result
-            # channel on every send.
-            ignore_result=True,
-            # What Celery logs and shows (Flower) instead of a repr of the whole event:
-            # issue text stays out of logs, and no time goes into building the repr.
-            argsrepr=f"({ev.event}.{ev.action} {ev.repo}#{ev.number})", kwargsrepr="{}")
-    except Exception as exc:
-        # Whatever the broker raised, the event is not queued: free the claim so a
-        # redelivery is accepted, and tell GitHub the delivery failed.
-        unavailable.extra.update(error=type(exc).__name__, stage="enqueue")
-        with contextlib.suppress(redis.RedisError):  # else the claim expires on its own
-            service.deliveries.release(guid)
-        return unavailable
-    queued = Outcome(202, {"queued": True, "delivery": guid}, "queued",
-                     action=ev.action, repo=ev.repo)
-    try:
-        service.deliveries.record(guid)
-    except redis.RedisError as exc:
-        # The event is on the queue, so this is a success; the claim still guards
-        # against copies until it expires, and the job id dedupes after that.
-        queued.extra["record_error"] = type(exc).__name__
-    return queued
+        # Nothing was recorded, so GitHub's redelivery of this id will be taken.
+        return Outcome(503, {"error": "queue unavailable; redeliver later"}, "unavailable",
+                       action=ev.action, repo=ev.repo, extra={"error": type(exc).__name__})
+    if not fresh:
+        return Outcome(202, {"duplicate": True, "delivery": guid}, "duplicate",
+                       action=ev.action, repo=ev.repo)
+    return Outcome(202, {"queued": True, "delivery": guid}, "queued",
+                   action=ev.action, repo=ev.repo)
 
 
 def _safe(value: str | None) -> str:

@@ -57,23 +57,14 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     }
 
 
-def create_celery(settings: Settings, *, register_tasks: bool = True,
-                  io_timeout_s: float | None = None) -> Celery:
+def create_celery(settings: Settings, *, register_tasks: bool = True) -> Celery:
     """A Celery app for `settings`, with the tasks of `triagebot.workers.tasks`.
 
-    The ingress only sends tasks by name, so it skips registering them (and importing the
-    analysis stack they pull in), and passes `io_timeout_s` so that a publish to a hung
-    Redis fails within it instead of Kombu's default seconds.
+    A client that only sends tasks by name skips registering them (and importing the
+    analysis stack they pull in).
     """
     app = Celery("triagebot", set_as_current=False)
-    config = celery_config(settings)
-    if io_timeout_s is not None:
-        for options in ("broker_transport_options", "result_backend_transport_options"):
-            config[options] = {**config[options], "socket_timeout": io_timeout_s,
-                               "socket_connect_timeout": io_timeout_s}
-        config["broker_connection_timeout"] = io_timeout_s
-        config["broker_connection_max_retries"] = 0
-    app.conf.update(config)
+    app.conf.update(celery_config(settings))
     app.conf.triagebot_settings = settings
     if register_tasks:
         from triagebot.workers.tasks import register
