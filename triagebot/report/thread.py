@@ -7,7 +7,7 @@ people nor break out of the markup.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from triagebot.jobs import JobRecord
 from triagebot.model import Plan, ReproRequest
@@ -128,7 +128,7 @@ def plan_refused(message: str) -> str:
     return f"This report cannot be planned as asked: {inline(message, 1500)}"
 
 
-def status(jobs: Sequence[JobRecord], url_for: dict[str, str]) -> str:
+def status(jobs: Sequence[JobRecord], url_for: Mapping[str, str]) -> str:
     if not jobs:
         return "No reproduction has been requested on this thread yet."
     rows = ["| job | state | runs | requested by | command |", "|---|---|---|---|---|"]

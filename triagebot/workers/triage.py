@@ -1,8 +1,10 @@
-"""The triage side: the only worker that talks to GitHub.
+"""The triage side, the executor: the only worker that talks to GitHub.
 
-It turns a normalised event into replies and jobs, and a finished (or progressing) job
-into edits of the job's one comment. GPU workers never hold GitHub credentials; they
-leave results in Redis and ask for a `publish` here.
+For a comment it gathers the facts its commands need (repo config, permission, the
+thread, its jobs), lets `triagebot.decisions` decide, and applies the actions
+idempotently. It also turns a finished (or progressing) job into edits of the job's one
+comment. GPU workers never hold GitHub credentials; they leave results in Redis and ask
+for a `publish` here.
 """
 
 from __future__ import annotations
@@ -17,23 +19,23 @@ from contextlib import contextmanager
 import redis
 from celery import Celery
 
-from triagebot import handlers, links
-from triagebot.commands import Command, CommandError, help_text
-from triagebot.errors import PlanRejected
+from triagebot import decisions, handlers, links
+from triagebot.commands import Command
+from triagebot.decisions.actions import Action, CancelJobs, React, Refuse, Reply, StartJob
+from triagebot.decisions.facts import Facts
+from triagebot.decisions.repro import CONFIG_PATH
 from triagebot.events import Actor, ThreadEvent
 from triagebot.github import GitHubClient, GitHubError, Thread
-from triagebot.jobs import JobRecord, JobStore, job_id, text_of, utc_day
+from triagebot.jobs import JobRecord, JobStore, text_of, utc_day
 from triagebot.options import ReproOptions
 from triagebot.parse import parse_report
-from triagebot.plan import build_plan
-from triagebot.repo_config import RepoConfig, RepoConfigError, merge_options, parse_repo_config
+from triagebot.repo_config import RepoConfig, RepoConfigError, parse_repo_config
 from triagebot.report import thread as words
 from triagebot.settings import Settings
 from triagebot.workers import names
 
 log = logging.getLogger(__name__)
 
-CONFIG_PATH = ".github/triagebot.toml"
 _ABSENT = "\x00absent"
 
 
@@ -68,6 +70,7 @@ class Triage:
             self._thread_event(event)
 
     def _comment(self, event: ThreadEvent) -> None:
+        """Gather the facts the comment's commands need, decide, then apply."""
         items = handlers.commands_for(event, self.settings.bot_login,
                                       self.settings.command_name)
         if not items or event.comment is None:
@@ -75,59 +78,78 @@ class Triage:
         gh = self.github(event.installation_id)
         config, problems = self._config(gh, event.repo)
         if problems:
-            self._reply(gh, event, [words.config_error(problems)])
-            gh.react(event.repo, event.comment.id, "confused")
+            self._apply(gh, event, [Reply(words.config_error(problems)), React("confused")])
             return
+        facts = self._facts(gh, event, config, {i.name for i in items
+                                                if isinstance(i, Command)})
+        self._apply(gh, event, decisions.decide(items, facts))
+
+    def _facts(self, gh: GitHubClient, event: ThreadEvent, config: RepoConfig,
+               names_: set[str], thread: Thread | None = None) -> Facts:
+        """Only what the named commands read: no GitHub call a comment does not need."""
+        may_run = bool(names_ & {"repro", "cancel"}) and self._allowed(
+            gh, event.repo, event.sender.login, config)
+        jobs = (tuple(self.store.thread_jobs(event.repo, event.number))
+                if names_ & {"status", "cancel"} else ())
+        repro = may_run and "repro" in names_
+        if repro and thread is None:
+            thread = gh.read_thread(event.repo, event.number)
+        return Facts(
+            event=event, command_name=self.settings.command_name, config=config,
+            may_run=may_run, jobs=jobs, job_urls={j.id: self.job_url(j) for j in jobs},
+            thread=thread, gpu_kinds=tuple(self.settings.gpu_kinds),
+            gpu_seconds_used=self.store.gpu_seconds_today(event.repo) if repro else 0.0,
+            id_key=self.settings.link_key)
+
+    def _apply(self, gh: GitHubClient, event: ThreadEvent, actions: list[Action]) -> None:
+        """Carry out a comment's actions; each is safe to repeat (a retried task, copies of
+        one delivery), and the comment gets at most one reply."""
+        assert event.comment is not None
         sections: list[str] = []
-        queued = broken = False
-        for item in items:
+        reactions: list[str] = []
+        for action in actions:
             try:
-                answer, started = self._command(gh, event, config, item)
+                section = self._act(gh, event, action, reactions)
             except TRANSIENT:
                 raise  # the task retries the whole comment; every step is idempotent
             except Exception as exc:
                 # A bug must not turn into silence: the requester hears that it failed.
-                log.exception("%s#%d: %r failed", event.repo, event.number,
-                              getattr(item, "name", "command"))
-                answer, started = words.internal_error(type(exc).__name__), False
-                broken = True
-            queued = queued or started
-            if answer:
-                sections.append(answer)
-        if queued:
-            gh.react(event.repo, event.comment.id, "+1")
+                log.exception("%s#%d: %s failed", event.repo, event.number,
+                              type(action).__name__)
+                section = words.internal_error(type(exc).__name__)
+                reactions.append("confused")
+            if section:
+                sections.append(section)
+        for content in dict.fromkeys(reactions):
+            gh.react(event.repo, event.comment.id, content)
         if sections:
             self._reply(gh, event, sections)
-        if broken:
-            gh.react(event.repo, event.comment.id, "confused")
 
-    def _command(self, gh: GitHubClient, event: ThreadEvent, config: RepoConfig,
-                 item: Command | CommandError) -> tuple[str | None, bool]:
-        """One command's answer (None: nothing to say) and whether it queued a job."""
-        actor = event.sender.login
-        if isinstance(item, CommandError):
-            return words.command_errors([item.message]), False
-        if item.name == "help":
-            return help_text(self.settings.command_name), False
-        if item.name == "status":
-            jobs = self.store.thread_jobs(event.repo, event.number)
-            return words.status(jobs, {j.id: self.job_url(j) for j in jobs}), False
-        if not self._allowed(gh, event.repo, actor, config):
-            if self._first_refusal(event.repo, event.number, actor):
-                return words.refusal(self.settings.command_name), False
-            return None, False
-        if item.name == "cancel":
-            return self._cancel(event, actor), False
-        answer = self._repro(gh, event, config, item)
-        return answer, answer is None
+    def _act(self, gh: GitHubClient, event: ThreadEvent, action: Action,
+             reactions: list[str]) -> str | None:
+        """Apply one action; returns its section of the reply, if it has one."""
+        if isinstance(action, Reply):
+            return action.text
+        if isinstance(action, React):
+            reactions.append(action.content)
+            return None
+        if isinstance(action, Refuse):
+            first = self._first_refusal(event.repo, event.number, event.sender.login)
+            return action.text if first else None
+        if isinstance(action, CancelJobs):
+            self._cancel(action.ids, event.sender.login)
+            return None
+        busy = self._start(gh, action)
+        if busy is None:
+            reactions.append("+1")
+        return busy
 
     def report_failure(self, event: ThreadEvent, reason: str) -> None:
         """Last word on a comment the task gave up on after its retries."""
         if event.comment is None:
             return
         gh = self.github(event.installation_id)
-        self._reply(gh, event, [words.gave_up(reason)])
-        gh.react(event.repo, event.comment.id, "confused")
+        self._apply(gh, event, [Reply(words.gave_up(reason)), React("confused")])
 
     def _reply(self, gh: GitHubClient, event: ThreadEvent, sections: list[str]) -> None:
         """One answer per comment, however many copies of its delivery arrive at once."""
@@ -155,69 +177,31 @@ class Triage:
         request = parse_report(thread.body.encode(), title=thread.title, repo=event.repo)
         will_run = False
         notes: list[str] = []
-        if (request.in_scope and handlers.triage_may_run(event, config)
-                and self._allowed(gh, event.repo, event.sender.login, config)):
+        if request.in_scope and handlers.triage_may_run(event, config):
+            facts = self._facts(gh, event, config, {"repro"}, thread)
             trigger = f"{event.event}-{event.action}-{event.label or ''}"
-            answer = self._start(gh, event, thread, config, trigger, "repro", ReproOptions())
-            will_run = answer is None
-            if answer:
-                notes.append(answer)
+            actions = (decisions.repro.start(facts, trigger, "repro", ReproOptions())
+                       if facts.may_run else [])
+            for action in actions:
+                if isinstance(action, StartJob):
+                    busy = self._start(gh, action)
+                    will_run = busy is None
+                    notes += [busy] if busy else []
+                elif isinstance(action, Reply):
+                    notes.append(action.text)
         summary = words.triage_summary(request, command_name=self.settings.command_name,
                                        will_run=will_run, is_pr=thread.is_pr,
                                        head_sha=thread.head_sha)
         body = "\n\n".join([summary, *notes])
         gh.upsert_comment(event.repo, event.number, f"triage={event.number}", body)
 
-    # --- commands ------------------------------------------------------------------------
-    def _repro(self, gh: GitHubClient, event: ThreadEvent, config: RepoConfig,
-               command: Command) -> str | None:
-        """Start the job a `repro` asks for; a message when it cannot start, else None."""
-        assert event.comment is not None
-        thread = gh.read_thread(event.repo, event.number)
-        return self._start(gh, event, thread, config, f"comment-{event.comment.id}",
-                           command.text, command.options or ReproOptions())
-
-    def _start(self, gh: GitHubClient, event: ThreadEvent, thread: Thread, config: RepoConfig,
-               trigger: str, command: str, options: ReproOptions) -> str | None:
-        merged = merge_options(config.default_options(), options)
-        # The thread as it is now, not as the (possibly old) payload had it.
-        request = parse_report(thread.body.encode(), title=thread.title, repo=event.repo)
-        try:
-            plan = build_plan(request, merged, budget=config.budget(), policy=config.policy())
-        except PlanRejected as exc:
-            return words.plan_refused(str(exc))
-        refused = handlers.models_not_allowed(plan, config)
-        if refused:
-            return words.plan_refused(
-                f"{', '.join(refused)} is not on this repository's model allowlist "
-                f"(`[models] allow` in {CONFIG_PATH})")
-        if plan.gpu_kind not in self.settings.gpu_kinds:
-            return words.plan_refused(
-                f"no runner here serves GPU kind {plan.gpu_kind!r}; available: "
-                f"{', '.join(self.settings.gpu_kinds)} (choose one with gpu=)")
-        used = self.store.gpu_seconds_today(event.repo)
-        allowed = config.budget_section.gpu_minutes_per_day * 60
-        if used + plan.estimated_seconds > allowed:
-            return words.plan_refused(
-                f"today's GPU budget for this repository is {allowed / 60:.0f} min; "
-                f"{used / 60:.0f} min are used and this plan needs about "
-                f"{plan.estimated_seconds / 60:.0f} min")
-        notes = []
-        if thread.is_pr and merged.version is None:
-            notes.append("PR head commits have no prebuilt wheel; this runs "
-                         f"{plan.engine} {plan.engine_version or 'latest'}. Name other "
-                         "releases with version=.")
-        record = JobRecord(
-            id=job_id(self.settings.link_key, event.repo, event.number, trigger, command),
-            repo=event.repo, private=event.private,
-            number=event.number, installation_id=event.installation_id, is_pr=thread.is_pr,
-            title=thread.title[:300], trigger=trigger, requester=event.sender.login,
-            command=command, plan_hash=plan.plan_hash, gpu_kind=plan.gpu_kind,
-            cells=len(plan.cells), estimated_s=plan.estimated_seconds)
-        created = self.store.create(record, plan, request)
+    # --- jobs ----------------------------------------------------------------------------
+    def _start(self, gh: GitHubClient, action: StartJob) -> str | None:
+        """Create the job and acknowledge it; a reply when another job is live, else None."""
+        created = self.store.create(action.record, action.plan, action.request)
         if created.status == "busy":
             return words.busy(created.job, self.job_url(created.job))
-        self._acknowledge_and_enqueue(gh, created.job, notes)
+        self._acknowledge_and_enqueue(gh, created.job, list(action.notes))
         return None
 
     def _acknowledge_and_enqueue(self, gh: GitHubClient, job: JobRecord,
@@ -253,15 +237,13 @@ class Triage:
     def _runner_live(self, gpu_kind: str) -> bool:
         return gpu_kind in self.store.live_runner_kinds(self.settings.worker_heartbeat_max_age_s)
 
-    def _cancel(self, event: ThreadEvent, actor: str) -> str:
-        active = [j for j in self.store.thread_jobs(event.repo, event.number) if not j.terminal]
-        for job in active:
-            record = self.store.request_cancel(job.id, actor)
+    def _cancel(self, ids: tuple[str, ...], actor: str) -> None:
+        for id_ in ids:
+            record = self.store.request_cancel(id_, actor)
             if record.state == "cancelled":
                 # Queued: no worker will pick it up, so say so on its comment now.
-                self.celery.send_task(names.PUBLISH, args=[job.id],
+                self.celery.send_task(names.PUBLISH, args=[id_],
                                       queue=names.TRIAGE_QUEUE, ignore_result=True)
-        return words.cancelled_jobs(active)
 
     # --- facts from GitHub, cached --------------------------------------------------------
     def _cached(self, key: str, ttl_s: int, fetch: Callable[[], str | None]) -> str | None:
