@@ -190,3 +190,21 @@ def test_auto_triage_on_a_configured_label(env: dict[str, Any]) -> None:
     assert len(summary) == 1 and "GLM-4.5-Air" in summary[0].body
     assert len(store.thread_jobs(REPO, 42)) == 1
     assert len(queued(settings, "gpu-h100")) == 1
+
+
+def test_error_outcome_is_not_celebrated(env: dict[str, Any]) -> None:
+    # Issue 15, defect 9: a job that ran but whose every cell failed (outcome `error`)
+    # still got a 🚀 on the requesting comment.
+    triage, fake, store = env["triage"], env["fake"], env["store"]
+    fake.set_file(REPO, ".github/triagebot.toml", '[labels]\nerror = "repro: error"\n')
+    event = comment_event(fake, "@triagebot repro")
+    triage.handle(event)
+    job = store.thread_jobs(REPO, 42)[0]
+    store.move(job.id, "running")
+    store.save_report(job.id, "{}", "## Error\n\nEvery cell failed.")
+    store.move(job.id, "done", outcome="error")
+    triage.publish(job.id)
+    reactions = fake.reactions(event.comment.id)
+    assert ("triagebot[bot]", "rocket") not in reactions
+    assert ("triagebot[bot]", "confused") in reactions
+    assert fake.labels(REPO, 42) == ["repro: error"]
