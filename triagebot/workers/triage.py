@@ -80,8 +80,16 @@ class Triage:
         if problems:
             self._apply(gh, event, [Reply(words.config_error(problems)), React("confused")])
             return
-        facts = self._facts(gh, event, config, {i.name for i in items
-                                                if isinstance(i, Command)})
+        try:
+            facts = self._facts(gh, event, config, {i.name for i in items
+                                                    if isinstance(i, Command)})
+        except TRANSIENT:
+            raise
+        except Exception as exc:
+            log.exception("%s#%d: gathering facts failed", event.repo, event.number)
+            self._apply(gh, event, [Reply(words.internal_error(type(exc).__name__)),
+                                    React("confused")])
+            return
         self._apply(gh, event, decisions.decide(items, facts))
 
     def _facts(self, gh: GitHubClient, event: ThreadEvent, config: RepoConfig,
