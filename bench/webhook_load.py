@@ -58,8 +58,9 @@ class Server:
     url: str
     log: Path
 
-    def cpu_seconds(self) -> float:
-        """User + system CPU of the server and every process under it, from /proc."""
+    def cpu_seconds(self) -> tuple[float, frozenset[int]]:
+        """User + system CPU of the server and every process under it, from /proc, and
+        their pids (a worker the supervisor replaced takes its CPU time with it)."""
         tick = os.sysconf("SC_CLK_TCK")
         parents = {self.process.pid}
         total = 0.0
@@ -78,7 +79,7 @@ class Server:
             parents |= children
         for pid in parents:
             total += stats.get(pid, (0, 0.0))[1]
-        return total
+        return total, frozenset(parents)
 
 
 def _free_port() -> int:
@@ -196,13 +197,15 @@ class Step:
     elapsed_s: float
     latencies_ms: list[float]
     cpu_s: float = 0.0
+    # A server process was replaced during the step: its CPU time is unknown.
+    restarted: bool = False
 
     @property
     def acked_per_s(self) -> float:
         return self.ok / self.elapsed_s
 
     def cpu_ms_per_delivery(self) -> float:
-        return 1000 * self.cpu_s / self.ok if self.ok else float("nan")
+        return 1000 * self.cpu_s / self.ok if self.ok and not self.restarted else float("nan")
 
     def percentile(self, q: float) -> float:
         if not self.latencies_ms:
@@ -294,15 +297,17 @@ def main() -> None:
         print("|---:|---:|---:|---:|---:|---:|---:|---:|")
         for rate in rates:
             requests = build_requests(int(rate * args.seconds), template)
-            cpu_before = server.cpu_seconds()
+            cpu_before, pids_before = server.cpu_seconds()
             step = asyncio.run(drive(server.url, requests, rate))
-            step.cpu_s = server.cpu_seconds() - cpu_before
+            cpu_after, pids_after = server.cpu_seconds()
+            step.cpu_s, step.restarted = cpu_after - cpu_before, pids_after != pids_before
             steps.append(step)
             client.delete(queue)
             print(f"| {rate} | {step.sent} | {step.acked_per_s:.0f} | "
                   f"{step.percentile(0.5):.1f} | {step.percentile(0.99):.1f} | "
                   f"{max(step.latencies_ms, default=float('nan')):.1f} | {step.errors} | "
-                  f"{step.cpu_ms_per_delivery():.2f} |", flush=True)
+                  f"{step.cpu_ms_per_delivery():.2f}"
+                  f"{' (a worker was restarted)' if step.restarted else ''} |", flush=True)
     finally:
         if spinner is not None:
             spinner.kill()

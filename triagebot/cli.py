@@ -355,9 +355,13 @@ def serve(
         raise _fail(EXIT_USAGE, str(exc)) from None
     # One process serves the app built here; several import the factory, each its own.
     target: Any = web if workers == 1 else FACTORY
+    # The webhook writes its own line per delivery, so uvicorn's access log would only
+    # repeat it. A worker saturated by a burst answers the supervisor's health check
+    # late; killing it then drops every request it holds, so allow it 30 s.
     uvicorn.run(target, factory=workers > 1, workers=workers, host=host or settings.host,
                 port=port or settings.port, log_config=log_config(), log_level="info",
-                http=PROTOCOL, proxy_headers=True)
+                access_log=False, http=PROTOCOL, proxy_headers=True,
+                timeout_worker_healthcheck=30)
 
 
 @app.command()
