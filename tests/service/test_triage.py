@@ -208,3 +208,14 @@ def test_error_outcome_is_not_celebrated(env: dict[str, Any]) -> None:
     assert ("triagebot[bot]", "rocket") not in reactions
     assert ("triagebot[bot]", "confused") in reactions
     assert fake.labels(REPO, 42) == ["repro: error"]
+
+
+def test_a_comment_given_up_on_still_gets_a_last_word(env: dict[str, Any]) -> None:
+    # What the task says once its retries are spent: one reply and a confused reaction.
+    triage, fake = env["triage"], env["fake"]
+    event = comment_event(fake, "@triagebot repro")
+    triage.report_failure(event, "GitHub kept refusing (403)")
+    triage.report_failure(event, "GitHub kept refusing (403)")  # a second copy adds nothing
+    (reply,) = [c for c in bot_comments(fake) if f"reply={event.comment.id} " in c.body]
+    assert "could not handle this comment" in reply.body and "403" in reply.body
+    assert ("triagebot[bot]", "confused") in fake.reactions(event.comment.id)
