@@ -7,6 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from triagebot.cli import EXIT_REFUSED, EXIT_USAGE, app
@@ -37,6 +38,14 @@ def test_unknown_override_key_lists_the_valid_ones() -> None:
     result = runner.invoke(app, ["plan", str(SAMPLE), "colour=blue"])
     assert result.exit_code == EXIT_USAGE
     assert "unknown key 'colour'" in result.output and "max_tokens" in result.output
+
+
+@pytest.mark.parametrize("word", ["k=17", "k=0", "spec=mtp:17"])
+def test_out_of_range_values_are_usage_errors_not_tracebacks(word: str) -> None:
+    result = runner.invoke(app, ["plan", str(SAMPLE), word])
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert "speculative tokens per step must be 1 to 16" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
 
 
 def test_a_plan_over_budget_is_refused_with_numbers() -> None:

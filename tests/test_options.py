@@ -34,6 +34,11 @@ def test_round_trip_through_args() -> None:
     (["runs=0"], "greater than or equal to 1"),
     (["spec=bogus:1"], "unknown method 'bogus'"),
     (["spec=mtp:x"], "k must be a whole number"),
+    # Out of range: once an unhandled ValidationError that crashed the caller.
+    (["spec=mtp:17"], "spec k=17: speculative tokens per step must be 1 to 16"),
+    (["spec=eagle:0"], "spec k=0: speculative tokens per step must be 1 to 16"),
+    (["k=0"], "k='0': speculative tokens per step must be 1 to 16"),
+    (["k=1,17"], "k='17': speculative tokens per step must be 1 to 16"),
     (["modes=sideways"], "expected one of"),
     (["model=a b"], "not a model id"),
     (["model=$(id)"], "not a model id"),

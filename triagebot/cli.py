@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -351,20 +351,30 @@ def _override_words(overrides: list[str] | None, engine: str | None,
 def serve(
     host: Annotated[str | None, typer.Option(help="Bind address (default: settings).")] = None,
     port: Annotated[int | None, typer.Option(help="Port (default: settings).")] = None,
+    workers: Annotated[int, typer.Option(
+        min=1, max=64, help="uvicorn worker processes (one event loop each).")] = 1,
 ) -> None:
     """Run the webhook service (uvicorn): POST /webhook, /healthz, /readyz, /metrics, /jobs."""
     import uvicorn
 
     from triagebot.settings import SettingsError, load_settings
     from triagebot.web import create_app
+    from triagebot.web.serving import FACTORY, PROTOCOL, log_config
 
     try:
         settings = load_settings()
         web = create_app(settings)
     except SettingsError as exc:
         raise _fail(EXIT_USAGE, str(exc)) from None
-    uvicorn.run(web, host=host or settings.host, port=port or settings.port,
-                log_level="info", proxy_headers=True)
+    # One process serves the app built here; several import the factory, each its own.
+    target: Any = web if workers == 1 else FACTORY
+    # The webhook writes its own line per delivery, so uvicorn's access log would only
+    # repeat it. A worker saturated by a burst answers the supervisor's health check
+    # late; killing it then drops every request it holds, so allow it 30 s.
+    uvicorn.run(target, factory=workers > 1, workers=workers, host=host or settings.host,
+                port=port or settings.port, log_config=log_config(), log_level="info",
+                access_log=False, http=PROTOCOL, proxy_headers=True,
+                timeout_worker_healthcheck=30)
 
 
 @app.command()

@@ -16,23 +16,27 @@ Every key lives under the settings' namespace and has a TTL: nothing grows witho
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import redis
 from pydantic import BaseModel, ConfigDict, Field
 
+from triagebot.analyze.findings_models import Outcome
 from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.settings import Settings
 
 JobState = Literal["queued", "running", "done", "failed", "cancelled"]
 STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed", "cancelled")
 TERMINAL: frozenset[str] = frozenset({"done", "failed", "cancelled"})
+# What a finished report concluded, counted for /metrics.
+OUTCOMES: tuple[str, ...] = get_args(Outcome)
 _MOVES: dict[str, frozenset[str]] = {
     "queued": frozenset({"running", "cancelled", "failed"}),
     # running -> queued: the worker lost the job (crash, shutdown) and it waits for a retry.
@@ -42,18 +46,28 @@ _MOVES: dict[str, frozenset[str]] = {
 CELL_BUCKETS: tuple[float, ...] = (5, 15, 30, 60, 120, 300, 600, 1200, 2400, 3600)
 
 
+JOB_ID_CHARS = 32
+
+
 class JobError(Exception):
     """A move the state machine does not allow, or a job that does not exist."""
 
 
-def job_id(repo: str, number: int, trigger: str, command: str) -> str:
-    """Stable id: the same comment asking the same thing is the same job.
+def job_id(key: bytes, repo: str, number: int, trigger: str, command: str) -> str:
+    """Stable but unguessable id: the same comment asking the same thing is the same job.
 
     `trigger` names what started it (a comment id, or `issue-opened`), `command` is the
-    normalised command text, so spacing and key order do not make a second job.
+    normalised command text, so spacing and key order do not make a second job. The HMAC
+    under the deployment's link key (128 bits shown) means nobody can compute the id of
+    someone else's job from the thread's public facts.
     """
     text = "\x1f".join((repo.lower(), str(number), trigger, command))
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
+    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:JOB_ID_CHARS]
+
+
+def page_token(key: bytes, id_: str) -> str:
+    """The signature a private repository's job page link carries (see `web/access.py`)."""
+    return hmac.new(key, f"page\x1f{id_}".encode(), hashlib.sha256).hexdigest()[:32]
 
 
 class JobRecord(BaseModel):
@@ -64,6 +78,8 @@ class JobRecord(BaseModel):
     number: int
     installation_id: int | None = None
     is_pr: bool = False
+    # The repository was private when the job was made: its page needs the signed link.
+    private: bool = False
     title: str = ""
     trigger: str
     requester: str
@@ -72,6 +88,8 @@ class JobRecord(BaseModel):
     gpu_kind: str
     state: JobState = "queued"
     attempts: int = 0
+    # Times the reaper found the job's worker gone and queued it again.
+    reaped: int = 0
     created_at: float = Field(default_factory=time.time)
     started_at: float | None = None
     finished_at: float | None = None
@@ -161,10 +179,14 @@ return 1
 """
 
 
-def connect(settings: Settings) -> redis.Redis:
-    """A client for the service's Redis; it connects on first use, not here."""
-    return redis.Redis.from_url(settings.redis_url, socket_timeout=5,
-                                socket_connect_timeout=2, health_check_interval=30)
+def connect(settings: Settings, timeout_s: float = 5.0) -> redis.Redis:
+    """A client for the service's Redis; it connects on first use, not here.
+
+    `timeout_s` bounds every call (connecting included): the ingress passes its short one.
+    """
+    return redis.Redis.from_url(settings.redis_url, socket_timeout=timeout_s,
+                                socket_connect_timeout=min(2.0, timeout_s),
+                                health_check_interval=30)
 
 
 class JobStore:
@@ -256,6 +278,8 @@ class JobStore:
                         pipe.srem(self._k("state", old.state), id_)
                         if new.state in TERMINAL:
                             pipe.incr(self._k("finished", new.state))
+                            if new.outcome in OUTCOMES:
+                                pipe.incr(self._k("outcome", new.outcome))
                             self._release_active(pipe, new)
                         else:
                             pipe.sadd(self._k("state", new.state), id_)
@@ -320,6 +344,11 @@ class JobStore:
         return {state: int(value or 0)
                 for state, value in zip(STATES, pipe.execute(), strict=True)}
 
+    def count_by_outcome(self) -> dict[str, int]:
+        """Finished jobs so far by the outcome of their report."""
+        values = self.redis.mget([self._k("outcome", o) for o in OUTCOMES])
+        return {o: int(v or 0) for o, v in zip(OUTCOMES, values, strict=True)}
+
     def queued_ahead(self, record: JobRecord) -> int:
         """Jobs for the same GPU kind created before this one and not started yet."""
         return self.queue_position(record)[0]
@@ -342,6 +371,23 @@ class JobStore:
                     ahead += 1
                     seconds += other.estimated_s
         return ahead, seconds
+
+    # --- short claims: one actor does a step that must not be done twice ---------------------
+    @contextmanager
+    def claimed(self, *parts: str, ttl_s: int = 120) -> Iterator[bool]:
+        """Yields True to the one caller that holds `parts` now, False to everyone else.
+
+        The claim is released on exit (only if still ours); a holder that dies leaves it to
+        expire after `ttl_s`, so a retry or redelivery can finish the step.
+        """
+        key = self._k("claim", *parts)
+        token = uuid.uuid4().hex
+        ours = bool(self.redis.set(key, token, nx=True, ex=ttl_s))
+        try:
+            yield ours
+        finally:
+            if ours:
+                self._release(keys=[key], args=[token])
 
     # --- the lock a worker holds while it runs a job ----------------------------------------
     def acquire(self, id_: str) -> str | None:
@@ -441,18 +487,61 @@ class JobStore:
         return float(raw) if raw is not None else 0.0
 
     # --- what /metrics and /readyz read ------------------------------------------------------
-    def worker_alive(self, name: str, ttl_s: int) -> None:
-        self.redis.set(self._k("worker", name), str(time.time()), ex=ttl_s)
+    def worker_alive(self, name: str, ttl_s: int, queues: Sequence[str] = ()) -> None:
+        """A worker's heartbeat, with the queues it consumes (so readiness is per kind)."""
+        value = json.dumps({"at": time.time(), "queues": list(queues)})
+        self.redis.set(self._k("worker", name), value, ex=ttl_s)
+
+    def worker_beats(self) -> dict[str, tuple[float, list[str]]]:
+        """Live workers: the age of their last heartbeat in seconds, and their queues."""
+        now = time.time()
+        out: dict[str, tuple[float, list[str]]] = {}
+        for key in self.redis.scan_iter(match=self._k("worker", "*"), count=200):
+            beat = _beat(self.redis.get(key))
+            if beat is not None:
+                out[text_of(key).rsplit(":", 1)[-1]] = (max(0.0, now - beat[0]), beat[1])
+        return out
 
     def workers(self) -> dict[str, float]:
         """Live workers and the age of their last heartbeat, in seconds."""
-        now = time.time()
-        out: dict[str, float] = {}
-        for key in self.redis.scan_iter(match=self._k("worker", "*"), count=200):
-            raw = self.redis.get(key)
-            if raw is not None:
-                out[text_of(key).rsplit(":", 1)[-1]] = max(0.0, now - float(raw))
-        return out
+        return {name: age for name, (age, _) in self.worker_beats().items()}
+
+    def live_queues(self, max_age_s: float) -> frozenset[str]:
+        """Queues some worker with a heartbeat younger than `max_age_s` consumes."""
+        return frozenset(q for age, queues in self.worker_beats().values() if age <= max_age_s
+                         for q in queues)
+
+    def live_runner_kinds(self, max_age_s: float) -> frozenset[str]:
+        """Runner kinds (`gpu-<kind>` queues) that a live worker serves."""
+        return frozenset(q.removeprefix("gpu-") for q in self.live_queues(max_age_s)
+                         if q.startswith("gpu-"))
+
+    def requeue_if_abandoned(self, id_: str, stale_s: float) -> JobRecord | None:
+        """Put a running job back in the queue when its worker is gone.
+
+        Gone means: nobody holds the job's lock (it expires `lock_ttl_s` after the last
+        heartbeat) and the record's heartbeat is older than `stale_s`. Returns the requeued
+        record, or None when the job is alive, finished or already requeued by someone else.
+        """
+        if self.redis.exists(self._job(id_, "lock")):
+            return None
+        moved: list[JobRecord] = []
+
+        def change(record: JobRecord) -> JobRecord | None:
+            last = record.heartbeat_at or record.started_at or record.updated_at
+            if record.state != "running" or time.time() - last < stale_s:
+                return None
+            new = record.model_copy(update={
+                "state": "queued", "worker": None, "enqueued": False, "reaped": record.reaped + 1,
+                "current": "requeued: its worker stopped sending heartbeats"})
+            moved.append(new)
+            return new
+
+        self.update(id_, change)
+        return moved[0] if moved else None
+
+    def ids_in_state(self, state: JobState) -> list[str]:
+        return sorted(text_of(i) for i in self.redis.smembers(self._k("state", state)))
 
     def observe_cell(self, seconds: float) -> None:
         key = self._k("metrics", "cell-seconds")
@@ -473,6 +562,15 @@ class JobStore:
     def queue_depth(self, queue: str) -> int:
         # Kombu's Redis transport keeps a queue as a list named after it, under its prefix.
         return int(self.redis.llen(self.settings.celery_key_prefix + queue))
+
+
+def _beat(raw: Any) -> tuple[float, list[str]] | None:
+    """A worker heartbeat's time and queues; None for a missing or unreadable one."""
+    try:
+        beat = json.loads(raw)
+        return float(beat["at"]), [str(q) for q in beat["queues"]]
+    except (ValueError, TypeError, KeyError):
+        return None
 
 
 def text_of(value: Any) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -27,6 +27,8 @@ MODE_ALIASES = {
 
 _METHODS: tuple[str, ...] = get_args(PlanSpecMethod)
 _NO_SPEC_WORDS = ("none", "off", "no_spec", "nospec", "baseline")
+# Speculative tokens per step: engines accept 1..16, and a spec level or `k=` list says so.
+SpecTokens = Annotated[int, Field(ge=1, le=16)]
 
 
 class OptionsError(ValueError):
@@ -43,7 +45,7 @@ class SpecChoice(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     method: PlanSpecMethod | None = None
-    k: int | None = Field(default=None, ge=1, le=16)
+    k: SpecTokens | None = None
 
     def __str__(self) -> str:
         if self.method is None:
@@ -61,7 +63,7 @@ class ReproOptions(BaseModel):
     model: ModelId | None = None
     draft: ModelId | None = None
     spec: list[SpecChoice] | None = None
-    k: list[int] | None = None
+    k: list[SpecTokens] | None = None
     modes: list[ModeChoice] | None = None
     workload: PlanWorkloadKind | None = None
     runs: int | None = Field(default=None, ge=1, le=100)
@@ -97,10 +99,12 @@ def _split(value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
-def _spec_choice(token: str, key: str) -> SpecChoice:
+def _spec_choice(token: str, key: str) -> dict[str, Any]:
+    """The fields of one spec level; `ReproOptions` validates them with everything else,
+    so an out-of-range k is the same precise error as any other bad value."""
     low = token.lower()
     if low in _NO_SPEC_WORDS:
-        return SpecChoice()
+        return {}
     method, _, k = low.partition(":")
     if method not in _METHODS:
         raise OptionsError(
@@ -109,7 +113,7 @@ def _spec_choice(token: str, key: str) -> SpecChoice:
     if k and not k.isdigit():
         raise OptionsError(f"spec={token!r}: k must be a whole number, as in {method}:3",
                            key=key)
-    return SpecChoice(method=method, k=int(k) if k else None)
+    return {"method": method, "k": int(k) if k else None}
 
 
 def _mode(token: str) -> str:
@@ -165,6 +169,8 @@ def _describe(exc: ValidationError) -> str:
     for err in exc.errors():
         loc = [str(p) for p in err["loc"]]
         key = loc[0] if loc else "value"
+        if key == "spec" and loc[-1] == "k":
+            key = "spec k"
         value = err.get("input")
         shown = f"{value!r}"[:60] if not isinstance(value, dict | list) else ""
         msg = err["msg"]
@@ -172,5 +178,7 @@ def _describe(exc: ValidationError) -> str:
             msg = "expected one of " + re.sub(r"^Input should be ", "", msg)
         elif err["type"] == "string_pattern_mismatch":
             msg = _PATTERN_HELP.get(key, "has characters that are not allowed")
+        elif err["type"] in ("greater_than_equal", "less_than_equal") and key in ("k", "spec k"):
+            msg = "speculative tokens per step must be 1 to 16"
         parts.append(f"{key}{'=' + shown if shown else ''}: {msg}")
     return "; ".join(parts)

@@ -42,6 +42,14 @@ class Settings(BaseSettings):
     webhook_secrets: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     max_body_bytes: int = Field(default=25 * 1024 * 1024 + 64 * 1024, ge=1024)
     delivery_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)
+    # Every Redis call on the webhook path gives up after this, so a hung Redis answers
+    # 503 well inside GitHub's 10 s delivery timeout.
+    ingress_redis_timeout_s: float = Field(default=0.5, gt=0, le=5)
+    # Bytes of request bodies held at once (per process) before their signature is checked;
+    # a request that finds no room within a second is answered 503.
+    unverified_body_budget_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    # A secret for job ids and page links; defaults to the first webhook secret.
+    link_secret: SecretStr | None = None
     # Only these OWNER/NAME repositories are served; empty means every installation.
     allowed_repos: Annotated[list[str], NoDecode] = Field(default_factory=list)
     public_url: str = "http://127.0.0.1:8000"
@@ -56,9 +64,12 @@ class Settings(BaseSettings):
     job_time_limit_s: int = Field(default=5 * 3600, ge=10)
     visibility_timeout_s: int = Field(default=5 * 3600 + 1800, ge=10)
     max_attempts: int = Field(default=2, ge=1, le=10)
-    lock_ttl_s: int = Field(default=120, ge=2)
-    heartbeat_s: float = Field(default=30.0, gt=0)
-    worker_heartbeat_max_age_s: int = Field(default=120, ge=2)
+    # A job's lock outlives its worker by this much; the reaper requeues the job after it
+    # (plus at most one reap interval), so together they bound recovery from a dead worker.
+    lock_ttl_s: int = Field(default=30, ge=2)
+    heartbeat_s: float = Field(default=10.0, gt=0)
+    reap_interval_s: float = Field(default=10.0, gt=0)
+    worker_heartbeat_max_age_s: int = Field(default=30, ge=2)
     job_ttl_s: int = Field(default=30 * 24 * 3600, ge=60)
 
     # --- GitHub --------------------------------------------------------------------------
@@ -92,6 +103,11 @@ class Settings(BaseSettings):
     @classmethod
     def _split_lists(cls, value: Any) -> Any:
         return _csv(value)
+
+    @field_validator("link_secret")
+    @classmethod
+    def _real_link_secret(cls, value: SecretStr | None) -> SecretStr | None:
+        return None if value is None else cls._real_secrets([value])[0]
 
     @field_validator("webhook_secrets")
     @classmethod
@@ -127,6 +143,9 @@ class Settings(BaseSettings):
         if self.default_gpu not in self.gpu_kinds:
             raise ValueError(f"default_gpu {self.default_gpu!r} is not one of gpu_kinds "
                              f"{self.gpu_kinds}")
+        if self.unverified_body_budget_bytes < self.max_body_bytes:
+            raise ValueError("unverified_body_budget_bytes must be at least max_body_bytes, or "
+                             "the largest delivery could never be read")
         if self.heartbeat_s * 2 > self.lock_ttl_s:
             raise ValueError("heartbeat_s must be at most half of lock_ttl_s")
         return self
@@ -168,6 +187,15 @@ class Settings(BaseSettings):
         if not self.webhook_secrets:
             raise SettingsError("TRIAGEBOT_WEBHOOK_SECRETS is required (comma-separated; two "
                                 "while rotating)")
+
+    @property
+    def link_key(self) -> bytes:
+        """The key of job ids and page links: `link_secret`, else the first webhook secret."""
+        secret = self.link_secret or (self.webhook_secrets[0] if self.webhook_secrets else None)
+        if secret is None:
+            raise SettingsError("TRIAGEBOT_LINK_SECRET or TRIAGEBOT_WEBHOOK_SECRETS is required "
+                                "to make job ids and page links")
+        return secret.get_secret_value().encode()
 
     def require_app(self) -> None:
         """The triage side posts as the App: it needs the id and the private key."""

@@ -26,6 +26,7 @@ def make_settings(namespace: str, **overrides: Any) -> Settings:
         "namespace": namespace, "redis_url": REDIS_URL, "lock_ttl_s": 4, "heartbeat_s": 1.0,
         "job_time_limit_s": 600, "visibility_timeout_s": 900, "progress_interval_s": 0.0,
         "gpu_kinds": ["cpu"], "default_gpu": "cpu", "worker_heartbeat_max_age_s": 10,
+        "link_secret": "tests-link-secret",
         "_env_file": None,
     }
     values.update(overrides)

@@ -34,9 +34,9 @@ def settings_env(settings: Settings, *, github: bool) -> dict[str, str]:
         if value is None:
             continue
         if not github and name in ("app_id", "app_private_key", "app_private_key_file",
-                                   "github_token", "webhook_secrets"):
+                                   "github_token", "webhook_secrets", "link_secret"):
             continue
-        if name in ("app_private_key", "github_token"):
+        if name in ("app_private_key", "github_token", "link_secret"):
             secret = getattr(settings, name)
             value = secret.get_secret_value() if secret is not None else None
         elif name == "webhook_secrets":

@@ -8,6 +8,9 @@ from triagebot.options import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 
+# The link key job ids are made with in these tests (a deployment's comes from its secrets).
+LINK_KEY = b"service-tests-link-key"
+
 REPORT = b"""MTP k=1 on vLLM 0.17.1 is slower than no spec under CUDA graphs.
 vllm serve zai-org/GLM-OCR --speculative-config '{"method": "mtp", "num_speculative_tokens": 1}'
 """
@@ -19,6 +22,6 @@ def small_plan() -> Plan:
 
 
 def record(plan: Plan, trigger: str = "comment-1", command: str = "repro") -> JobRecord:
-    return JobRecord(id=job_id("acme/engine", 42, trigger, command), repo="acme/engine",
+    return JobRecord(id=job_id(LINK_KEY, "acme/engine", 42, trigger, command), repo="acme/engine",
                      number=42, trigger=trigger, requester="maint", command=command,
                      plan_hash=plan.plan_hash, gpu_kind=plan.gpu_kind, cells=len(plan.cells))

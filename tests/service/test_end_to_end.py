@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,13 +34,19 @@ COMMAND = "@triagebot repro engine=transformers modes=eager runs=2 prompts=2 max
 
 
 @pytest.fixture
-def service(fake_github: FakeGitHub, namespace: str,
-            tmp_path: Path) -> Iterator[dict[str, Any]]:
+def clocks() -> dict[str, Any]:
+    """Settings a test may replace (by parametrizing `clocks`); the tests' short ones."""
+    return {}
+
+
+@pytest.fixture
+def service(fake_github: FakeGitHub, namespace: str, tmp_path: Path,
+            clocks: dict[str, Any]) -> Iterator[dict[str, Any]]:
     settings = make_settings(
         namespace, github_api_url=fake_github.base_url, app_id=fake_github.app_id,
         app_private_key=fake_github.private_key_pem, webhook_secrets=[SECRET],
         data_dir=tmp_path / "jobs", env_cache_dir=tmp_path / "envs", run_local=True,
-        escalate=False, public_url="http://triagebot.test")
+        escalate=False, public_url="http://triagebot.test", **clocks)
     fake_github.add_issue(REPO, 42, "GLM-OCR: MTP slower under CUDA graphs",
                           (ROOT / "samples" / "glm-ocr-mtp-graph.md").read_text(),
                           author="reporter")
@@ -158,3 +165,47 @@ def test_gpu_worker_killed_mid_cell_reruns_it_and_reports_once(
     for cell_results in results.values():
         assert sum(len(r.runs) for r in cell_results) == 2
     assert not list(redis_client.scan_iter(match=settings.key("job", job.id, "lock")))
+
+
+# The production clocks of lock, heartbeat and reaper: the recovery bound is about them.
+PRODUCTION_CLOCKS = {"lock_ttl_s": 30, "heartbeat_s": 10.0, "reap_interval_s": 10.0}
+
+
+@pytest.mark.parametrize("clocks", [PRODUCTION_CLOCKS])
+def test_whole_gpu_worker_killed_is_recovered_within_a_minute(
+        service: dict[str, Any], tmp_path: Path, namespace: str) -> None:
+    # Issue 15, defect 3: with the whole worker SIGKILLed nothing acknowledged or requeued
+    # its message, and the job stayed "running" until the visibility timeout (hours).
+    store: JobStore = service["store"]
+    settings: Settings = service["settings"]
+    assert deliver(service)[1].status_code == 202
+    job = wait_for(lambda: store.thread_jobs(REPO, 42), 30, "the job record",
+                   lambda: logs(service))[0]
+    wait_for(lambda: store.require(job.id).state == "running"
+             and store.require(job.id).runs_done >= 1, 240, "a first run",
+             lambda: logs(service))
+    gpu: Worker = service["gpu"]
+    os.killpg(gpu.proc.pid, signal.SIGKILL)
+    killed = time.monotonic()
+    gpu.proc.wait()
+    # A new runner comes up at once, as an orchestrator would restart it; only the
+    # reaper can hand it the job, since the dead worker's message stays unacknowledged.
+    replacement = Worker("gpu-cpu", settings_env(settings, github=False),
+                         tmp_path / "gpu-2.log", f"gpu2-{namespace}@test")
+    service["gpu"] = replacement
+    try:
+        wait_for(lambda: store.require(job.id).reaped >= 1
+                 and store.require(job.id).state in ("queued", "running"), 90,
+                 "the reaper to requeue the job", lambda: logs(service))
+        recovered = time.monotonic() - killed
+        done = finished_job(service, timeout=300)
+    finally:
+        replacement.stop()
+    print(f"\nwhole GPU worker SIGKILL: job requeued after {recovered:.1f} s "
+          f"(lock {settings.lock_ttl_s} s, reap every {settings.reap_interval_s} s)")
+    assert recovered < 60
+    assert done.state == "done", f"{done.error}\n{logs(service)}"
+    assert done.reaped == 1 and done.attempts == 2
+    comments = bot_comments(service["fake"])
+    assert len(comments) == 1 and comments[0].body.startswith(
+        f"<!-- triagebot:v1 job={job.id} -->")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 
 import pytest
 import redis
 
-from tests.service.support import REPORT, record
+from tests.service.support import LINK_KEY, REPORT, record
 from triagebot.jobs import JobError, JobStore, job_id
 from triagebot.model import Plan, RunResult
 from triagebot.parse import parse_report
@@ -16,13 +17,24 @@ from triagebot.settings import Settings
 
 
 def test_job_id_is_stable_and_separates_what_differs() -> None:
-    base = job_id("acme/engine", 42, "comment-1", "repro k=1")
-    assert base == job_id("ACME/engine", 42, "comment-1", "repro k=1")
-    assert len(base) == 20 and int(base, 16) >= 0
-    others = {job_id("acme/engine", 43, "comment-1", "repro k=1"),
-              job_id("acme/engine", 42, "comment-2", "repro k=1"),
-              job_id("acme/engine", 42, "comment-1", "repro k=2")}
+    base = job_id(LINK_KEY, "acme/engine", 42, "comment-1", "repro k=1")
+    assert base == job_id(LINK_KEY, "ACME/engine", 42, "comment-1", "repro k=1")
+    assert len(base) == 32 and int(base, 16) >= 0
+    others = {job_id(LINK_KEY, "acme/engine", 43, "comment-1", "repro k=1"),
+              job_id(LINK_KEY, "acme/engine", 42, "comment-2", "repro k=1"),
+              job_id(LINK_KEY, "acme/engine", 42, "comment-1", "repro k=2")}
     assert base not in others and len(others) == 3
+
+
+def test_job_id_cannot_be_computed_from_public_facts() -> None:
+    # Issue 15, defect 6: the id was sha256(repo, number, comment, command)[:20], which
+    # anyone could compute for a private repository's job.
+    facts = "\x1f".join(("acme/engine", "42", "comment-1", "repro k=1")).encode()
+    guessed = hashlib.sha256(facts).hexdigest()
+    ours = job_id(LINK_KEY, "acme/engine", 42, "comment-1", "repro k=1")
+    assert not guessed.startswith(ours[:20])
+    assert ours != job_id(b"another-deployment-key", "acme/engine", 42, "comment-1",
+                          "repro k=1")
 
 
 def test_create_then_duplicate_then_busy(store: JobStore, plan: Plan) -> None:
@@ -166,11 +178,11 @@ def test_queue_position_counts_jobs_ahead_and_their_time(store: JobStore, plan: 
     store.create(first, plan, None)
     other_thread = record(plan, trigger="comment-2").model_copy(
         update={"number": 43, "estimated_s": 50.0,
-                "id": job_id("acme/engine", 43, "comment-2", "repro")})
+                "id": job_id(LINK_KEY, "acme/engine", 43, "comment-2", "repro")})
     store.create(other_thread, plan, None)
     elsewhere = record(plan, trigger="comment-3").model_copy(
         update={"number": 44, "gpu_kind": "h100", "estimated_s": 999.0,
-                "id": job_id("acme/engine", 44, "comment-3", "repro")})
+                "id": job_id(LINK_KEY, "acme/engine", 44, "comment-3", "repro")})
     store.create(elsewhere, plan, None)
     assert store.queue_position(store.require(first.id)) == (0, 0.0)
     assert store.queue_position(store.require(other_thread.id)) == (1, 100.0)

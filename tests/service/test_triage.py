@@ -7,89 +7,17 @@ no message was queued at all.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-import redis
-
 from tests.fakes.github_fixture import INSTALLATION_ID, REPO
-from tests.fakes.github_server import FakeGitHub
-from tests.fakes.redis_fixture import make_settings
-from triagebot.events import ThreadEvent, normalise
-from triagebot.github import GitHubClient
-from triagebot.jobs import JobStore
-from triagebot.settings import Settings
+from tests.service.threads import FIXTURES, bot_comments, comment_event, queued
+from triagebot.events import normalise
 from triagebot.workers import names
-from triagebot.workers.app import create_celery
-from triagebot.workers.triage import Triage
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
-ISSUE_BODY = (
-    "vLLM 0.17.1 on one H100: MTP k=1 is slower than no speculation under CUDA graphs.\n\n"
-    "```bash\nvllm serve zai-org/GLM-4.5-Air --speculative-config "
-    "'{\"method\": \"mtp\", \"num_speculative_tokens\": 1}'\n```\n\n"
-    "| config | tok/s |\n|---|---|\n| no spec, graph | 2410 |\n| MTP k=1, graph | 1352 |\n")
-
-
-@pytest.fixture
-def env(fake_github: FakeGitHub, namespace: str, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    settings = make_settings(namespace, github_api_url=fake_github.base_url,
-                             app_id=fake_github.app_id,
-                             app_private_key=fake_github.private_key_pem,
-                             gpu_kinds=["cpu", "h100"], default_gpu="cpu",
-                             data_dir=tmp_path / "jobs")
-    fake_github.add_issue(REPO, 42, "MTP slower under CUDA graphs", ISSUE_BODY,
-                          author="reporter")
-    fake_github.set_permission(REPO, "maint", "write")
-    store = JobStore(settings)
-    celery = create_celery(settings)
-
-    def github(installation_id: int | None) -> GitHubClient:
-        assert installation_id == INSTALLATION_ID
-        return GitHubClient.for_installation(settings, installation_id)
-
-    yield {"settings": settings, "store": store, "triage": Triage(settings, store, celery, github),
-           "fake": fake_github}
-
-
-def comment_event(fake: FakeGitHub, body: str, *, author: str = "maint",
-                  author_type: str = "User", action: str = "created",
-                  previous: str | None = None, comment_id: int | None = None,
-                  delivery: str = "d-1") -> ThreadEvent:
-    """The event GitHub sends for a comment, which exists on the fake (as on GitHub)."""
-    if comment_id is None:
-        comment_id = fake.add_comment(REPO, 42, body, author, author_type)
-    payload = json.loads((FIXTURES / f"issue_comment.{action}.json").read_text())
-    payload["comment"]["body"] = body
-    payload["comment"]["id"] = comment_id
-    payload["comment"]["user"]["login"] = author
-    payload["comment"]["user"]["type"] = author_type
-    payload["sender"]["login"] = author
-    payload["sender"]["type"] = author_type
-    payload["issue"]["number"] = 42
-    payload["repository"]["full_name"] = REPO
-    payload["installation"] = {"id": INSTALLATION_ID}
-    if action == "edited":
-        payload["changes"] = {"body": {"from": previous or ""}}
-    event = normalise("issue_comment", payload, delivery)
-    assert event is not None
-    return event
-
-
-def queued(settings: Settings, queue: str) -> list[dict[str, Any]]:
-    client = redis.Redis.from_url(settings.redis_url)
-    raw = client.lrange(settings.celery_key_prefix + queue, 0, -1)
-    return [json.loads(m) for m in raw]
-
-
-def bot_comments(fake: FakeGitHub) -> list[Any]:
-    return [c for c in fake.comments(REPO, 42) if c.author == "triagebot[bot]"]
 
 
 def test_repro_acknowledges_once_and_queues_one_gpu_job(env: dict[str, Any]) -> None:
     triage, fake, settings = env["triage"], env["fake"], env["settings"]
+    env["store"].worker_alive("gpu-h100@runner", 60, ["gpu-h100"])
     event = comment_event(fake, "Could you check this? @triagebot repro k=1")
     triage.handle(event)
     triage.handle(event)  # the same comment again (another delivery id, a retried task)
@@ -105,6 +33,17 @@ def test_repro_acknowledges_once_and_queues_one_gpu_job(env: dict[str, Any]) -> 
     assert ("triagebot[bot]", "+1") in fake.reactions(event.comment.id)
 
 
+def test_acknowledgement_names_a_kind_without_a_live_runner(env: dict[str, Any]) -> None:
+    # Issue 15, defect 9: with no worker for the job's runner kind the acknowledgement
+    # promised "should start right away".
+    triage, fake = env["triage"], env["fake"]
+    env["store"].worker_alive("gpu-cpu@runner", 60, ["gpu-cpu"])  # another kind only
+    triage.handle(comment_event(fake, "@triagebot repro"))
+    body = bot_comments(fake)[0].body
+    assert "No `h100` runner is online right now" in body
+    assert "right away" not in body
+
+
 def test_unauthorised_user_gets_one_polite_refusal(env: dict[str, Any]) -> None:
     triage, fake, settings = env["triage"], env["fake"], env["settings"]
     fake.set_permission(REPO, "drive-by", "read")
@@ -114,6 +53,8 @@ def test_unauthorised_user_gets_one_polite_refusal(env: dict[str, Any]) -> None:
     assert env["store"].thread_jobs(REPO, 42) == []
     replies = bot_comments(fake)
     assert len(replies) == 1 and "write, maintain or admin" in replies[0].body
+    # Issue 15, defect 9: the requester was mentioned twice in one reply.
+    assert replies[0].body.count("@drive-by") == 1
 
 
 def test_listed_user_may_run_and_config_errors_reach_the_invoker(env: dict[str, Any]) -> None:
@@ -249,3 +190,32 @@ def test_auto_triage_on_a_configured_label(env: dict[str, Any]) -> None:
     assert len(summary) == 1 and "GLM-4.5-Air" in summary[0].body
     assert len(store.thread_jobs(REPO, 42)) == 1
     assert len(queued(settings, "gpu-h100")) == 1
+
+
+def test_error_outcome_is_not_celebrated(env: dict[str, Any]) -> None:
+    # Issue 15, defect 9: a job that ran but whose every cell failed (outcome `error`)
+    # still got a 🚀 on the requesting comment.
+    triage, fake, store = env["triage"], env["fake"], env["store"]
+    fake.set_file(REPO, ".github/triagebot.toml", '[labels]\nerror = "repro: error"\n')
+    event = comment_event(fake, "@triagebot repro")
+    triage.handle(event)
+    job = store.thread_jobs(REPO, 42)[0]
+    store.move(job.id, "running")
+    store.save_report(job.id, "{}", "## Error\n\nEvery cell failed.")
+    store.move(job.id, "done", outcome="error")
+    triage.publish(job.id)
+    reactions = fake.reactions(event.comment.id)
+    assert ("triagebot[bot]", "rocket") not in reactions
+    assert ("triagebot[bot]", "confused") in reactions
+    assert fake.labels(REPO, 42) == ["repro: error"]
+
+
+def test_a_comment_given_up_on_still_gets_a_last_word(env: dict[str, Any]) -> None:
+    # What the task says once its retries are spent: one reply and a confused reaction.
+    triage, fake = env["triage"], env["fake"]
+    event = comment_event(fake, "@triagebot repro")
+    triage.report_failure(event, "GitHub kept refusing (403)")
+    triage.report_failure(event, "GitHub kept refusing (403)")  # a second copy adds nothing
+    (reply,) = [c for c in bot_comments(fake) if f"reply={event.comment.id} " in c.body]
+    assert "could not handle this comment" in reply.body and "403" in reply.body
+    assert ("triagebot[bot]", "confused") in fake.reactions(event.comment.id)

@@ -41,10 +41,21 @@ def test_readyz_needs_a_recent_worker_heartbeat(url: str, http: httpx.Client,
     response = http.get(f"{url}/readyz")
     assert response.status_code == 503
     assert "no worker heartbeat" in response.json()["reason"]
-    JobStore(settings, redis_client).worker_alive("gpu-h100@runner-1", ttl_s=60)
+    store = JobStore(settings, redis_client)
+    store.worker_alive("triage@api-1", ttl_s=60, queues=["triage"])
+    # Issue 15, defect 9: a triage worker alone used to make /readyz 200 although no
+    # runner would ever pick a job up.
+    response = http.get(f"{url}/readyz")
+    assert response.status_code == 503
+    assert response.json()["runners"] == {kind: False for kind in settings.gpu_kinds}
+    assert "gpu-" in response.json()["reason"]
+    for kind in settings.gpu_kinds:
+        store.worker_alive(f"gpu-{kind}@runner-1", ttl_s=60, queues=[f"gpu-{kind}"])
     response = http.get(f"{url}/readyz")
     assert response.status_code == 200
-    assert response.json() == {"ok": True, "workers": 1}
+    assert response.json() == {"ok": True, "workers": 1 + len(settings.gpu_kinds),
+                               "triage": True,
+                               "runners": {kind: True for kind in settings.gpu_kinds}}
 
 
 def test_readyz_ignores_a_stale_heartbeat(make_settings: Callable[..., Settings],
@@ -53,7 +64,7 @@ def test_readyz_ignores_a_stale_heartbeat(make_settings: Callable[..., Settings]
     settings = make_settings(worker_heartbeat_max_age_s=5)
     url = serve(settings)
     key = settings.key("worker", "triage@old")
-    redis_client.set(key, "1000.0", ex=60)  # a heartbeat from 1970
+    redis_client.set(key, '{"at": 1000.0, "queues": ["triage"]}', ex=60)  # from 1970
     assert http.get(f"{url}/readyz").status_code == 503
 
 
@@ -107,6 +118,19 @@ def test_metrics_count_deliveries_and_read_redis(url: str, http: httpx.Client,
     assert after[(f"{histogram}_bucket", (("le", "+Inf"),))] == 4
     assert after[(f"{histogram}_count", ())] == 4
     assert after[(f"{histogram}_sum", ())] == 5083.0
+    # Issue 15, defect 9: no ack-latency histogram and no outcome counter.
+    ack = "triagebot_webhook_ack_seconds"
+    assert after[(f"{ack}_count", (("result", "queued"),))] == 1
+    assert after[(f"{ack}_bucket", (("le", "10.0"), ("result", "unauthorized")))] == 1
+    assert 0 < after[(f"{ack}_sum", (("result", "queued"),))] < 10
+    outcomes = "triagebot_job_outcomes_total"
+    assert after[(outcomes, (("outcome", "reproduced"),))] == 0
+    job = make_job(store, title="three", trigger="comment-3")
+    store.move(job.id, "running")
+    store.move(job.id, "done", outcome="error")
+    final = _samples(http.get(f"{url}/metrics").text)
+    assert final[(outcomes, (("outcome", "error"),))] == 1
+    assert final[(outcomes, (("outcome", "reproduced"),))] == 0
 
 
 def test_each_app_has_its_own_registry(make_settings: Callable[..., Settings],

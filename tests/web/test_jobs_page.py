@@ -9,7 +9,9 @@ import httpx
 import pytest
 import redis
 
+from tests.service.support import LINK_KEY
 from triagebot.jobs import JobRecord, JobStore, job_id
+from triagebot.links import job_url
 from triagebot.model import Plan
 from triagebot.settings import Settings
 
@@ -20,11 +22,12 @@ HOSTILE_REPORT = "## Verdict\n\n<img src=x onerror=alert(2)> spec/no_spec = 0.56
 
 def make_job(store: JobStore, *, title: str = "MTP slower under CUDA graphs",
              command: str = "@triagebot repro", trigger: str = "comment-1",
-             requester: str = "maint") -> JobRecord:
+             requester: str = "maint", private: bool = False) -> JobRecord:
     plan = Plan(engine="transformers", gpu_kind="h100", question="Is MTP slower?", cells=[])
-    record = JobRecord(id=job_id("acme/engine", 42, trigger, command), repo="acme/engine",
-                       number=42, title=title, trigger=trigger, requester=requester,
-                       command=command, plan_hash=f"plan-{trigger}", gpu_kind="h100", cells=4,
+    record = JobRecord(id=job_id(LINK_KEY, "acme/engine", 42, trigger, command),
+                       repo="acme/engine", private=private, number=42, title=title,
+                       trigger=trigger, requester=requester, command=command,
+                       plan_hash=f"plan-{trigger}", gpu_kind="h100", cells=4,
                        runs_planned=20, eta_s=1500)
     created = store.create(record, plan, None)
     assert created.status == "created"
@@ -81,7 +84,9 @@ def test_page_of_a_finished_job_stops_refreshing(url: str, http: httpx.Client,
     assert "reproduced" in html
     assert "MTP is 0.56x of no-spec under CUDA graphs (n=10 each)" in html
     assert "20 of 20" in html
-    assert "<pre>## Reproduced\n</pre>" in html
+    # Issue 15, defect 8: the report was raw markdown in a <pre>.
+    assert '<article class="report" id="report"><h2>Reproduced</h2>' in html
+    assert 'class="badge tone-good" id="verdict">reproduced<' in html
     assert "ahead" not in html
 
 
@@ -105,10 +110,10 @@ def test_json(url: str, http: httpx.Client, store: JobStore) -> None:
 
 
 @pytest.mark.parametrize("path", [
-    "/jobs/0123456789abcdef0123",
-    "/jobs/0123456789abcdef0123.json",
-    "/jobs/0123456789ABCDEF0123",
-    "/jobs/0123456789abcdef012",
+    "/jobs/0123456789abcdef0123456789abcdef",
+    "/jobs/0123456789abcdef0123456789abcdef.json",
+    "/jobs/0123456789ABCDEF0123456789ABCDEF",
+    "/jobs/0123456789abcdef0123456789abcde",
     "/jobs/..%2F..%2Fetc",
     "/jobs/%3Cscript%3E.json",
 ])
@@ -124,5 +129,24 @@ def test_job_store_down_is_503(make_settings: Callable[..., Settings],
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     url = serve(make_settings(redis_url=f"redis://127.0.0.1:{port}/0"))
-    assert http.get(f"{url}/jobs/0123456789abcdef0123").status_code == 503
-    assert http.get(f"{url}/jobs/0123456789abcdef0123.json").status_code == 503
+    assert http.get(f"{url}/jobs/0123456789abcdef0123456789abcdef").status_code == 503
+    assert http.get(f"{url}/jobs/0123456789abcdef0123456789abcdef.json").status_code == 503
+
+
+def test_private_job_pages_need_the_signed_link(url: str, http: httpx.Client,
+                                                store: JobStore, settings: Settings) -> None:
+    # Issue 15, defect 6: any job page opened with its (computable) id alone.
+    job = make_job(store, private=True)
+    link = job_url(settings, job)
+    assert link.startswith(f"{settings.public_url}/jobs/{job.id}?key=")
+    for path in (f"/jobs/{job.id}", f"/jobs/{job.id}.json", f"/jobs/{job.id}?key=",
+                 f"/jobs/{job.id}?key={'0' * 32}", f"/jobs/{job.id}.json?key={'f' * 32}"):
+        response = http.get(f"{url}{path}")
+        assert response.status_code == 404, path
+        assert response.json() == {"detail": "no such job"}  # same as a missing job
+    key = link.split("?key=")[1]
+    assert http.get(f"{url}/jobs/{job.id}", params={"key": key}).status_code == 200
+    assert http.get(f"{url}/jobs/{job.id}.json", params={"key": key}).json()["id"] == job.id
+    public = make_job(store, trigger="comment-2")
+    assert job_url(settings, public) == f"{settings.public_url}/jobs/{public.id}"
+    assert http.get(f"{url}/jobs/{public.id}").status_code == 200

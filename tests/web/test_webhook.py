@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import socket
@@ -27,6 +28,7 @@ from triagebot.events import normalise
 from triagebot.settings import Settings, SettingsError
 from triagebot.web import create_app
 from triagebot.web.signature import sign
+from triagebot.web.task_message import task_message
 from triagebot.workers import names
 from triagebot.workers.app import create_celery
 
@@ -277,27 +279,33 @@ def test_redis_down_gives_503_and_records_nothing(make_settings: Callable[..., S
     assert "triagebot_redis_up 0.0" in metrics.text
 
 
-def test_a_failed_enqueue_releases_the_claim(make_settings: Callable[..., Settings],
-                                             serve: Callable[..., str], http: httpx.Client,
-                                             redis_client: redis.Redis) -> None:
-    settings = make_settings()
-    broken = create_celery(make_settings(redis_url=f"redis://127.0.0.1:{_closed_port()}/0"))
-    # Fail the publish at once instead of after Kombu's connection retries.
-    broken.conf.broker_transport_options = {**broken.conf.broker_transport_options,
-                                            "max_retries": 0}
-    broken.conf.broker_connection_timeout = 0.5
-    failing = serve(settings, celery=broken, redis_client=redis_client)
-    payload = fixture("issue_comment.created")
-    delivery = new_delivery()
-    assert deliver(http, failing, "issue_comment", payload,
-                   delivery=delivery).status_code == 503
-    assert redis_client.get(settings.key("delivery", delivery)) is None
-    # GitHub's redelivery carries the same id and now goes through.
-    working = serve(settings)
-    response = deliver(http, working, "issue_comment", payload, delivery=delivery)
-    assert response.status_code == 202
-    assert response.json()["queued"] is True
-    assert len(queued(redis_client, settings)) == 1
+def test_task_message_is_what_celery_itself_writes(settings: Settings,
+                                                   redis_client: redis.Redis) -> None:
+    # The ingress writes task messages without Celery (one Lua script dedupes and queues);
+    # they must have the shape Celery's own send_task writes, field for field.
+    celery = create_celery(settings, register_tasks=False)
+    args = [{"delivery": "d-1", "repo": "acme/engine"}]
+    celery.send_task(names.HANDLE_EVENT, args=args, queue=names.TRIAGE_QUEUE,
+                     task_id="event-celery", ignore_result=True, argsrepr="(x)",
+                     kwargsrepr="{}")
+    raw = redis_client.lrange(settings.celery_key_prefix + names.TRIAGE_QUEUE, 0, -1)
+    theirs = json.loads(raw[0])
+    ours = json.loads(task_message(names.HANDLE_EVENT, "event-celery", args,
+                                   names.TRIAGE_QUEUE, "(x)"))
+
+    def shape(value: object) -> object:
+        if isinstance(value, dict):
+            return {k: shape(v) for k, v in value.items()}
+        return type(value).__name__
+
+    assert shape(ours) == shape(theirs)
+    for volatile in ("reply_to", "delivery_tag"):
+        del ours["properties"][volatile], theirs["properties"][volatile]
+    del ours["headers"]["origin"], theirs["headers"]["origin"]
+    assert ours["headers"] == theirs["headers"]
+    assert ours["properties"] == theirs["properties"]
+    assert json.loads(base64.b64decode(ours["body"])) == \
+        json.loads(base64.b64decode(theirs["body"]))
 
 
 # --- filters --------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ people nor break out of the markup.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from triagebot.jobs import JobRecord
 from triagebot.model import Plan, ReproRequest
@@ -42,10 +42,18 @@ def _job_line(job: JobRecord, url: str) -> str:
 
 
 def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float, url: str,
-                    notes: Sequence[str] = ()) -> str:
-    start = "it should start right away" if queued_ahead == 0 and wait_s <= 0 else (
-        f"{queued_ahead} job(s) ahead of it; it should start within about "
-        f"{duration(wait_s)}")
+                    notes: Sequence[str] = (), *, runner_live: bool = True) -> str:
+    if not runner_live:
+        # No promise of a start time when nothing would pick the job up.
+        ahead = f" ({queued_ahead} job(s) ahead of it)" if queued_ahead else ""
+        when = (f"No `{plan.gpu_kind}` runner is online right now, so it waits until one "
+                f"is{ahead}.")
+    else:
+        start = "it should start right away" if queued_ahead == 0 and wait_s <= 0 else (
+            f"{queued_ahead} job(s) ahead of it; it should start within about "
+            f"{duration(wait_s)}")
+        when = (f"On the `{plan.gpu_kind}` queue {start}, and end about "
+                f"{duration(wait_s + plan.estimated_seconds)} from now.")
     lines = [
         f"⏳ **Queued** a reproduction: {len(plan.cells)} cells on `{plan.engine}` "
         f"{inline(plan.engine_version or 'latest')}, GPU `{plan.gpu_kind}`, "
@@ -53,9 +61,7 @@ def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float
         "",
         _job_line(job, url),
         "",
-        f"On the `{plan.gpu_kind}` queue {start}, and end about "
-        f"{duration(wait_s + plan.estimated_seconds)} from now. This comment is edited as "
-        "the job runs and ends as the report.",
+        f"{when} This comment is edited as the job runs and ends as the report.",
     ]
     lines += [f"- {inline(note)}" for note in notes]
     return "\n".join(lines)
@@ -85,8 +91,9 @@ def final(job: JobRecord, report: str | None, url: str) -> str:
             f"Results gathered before the failure are kept on the job page.{footer}")
 
 
-def refusal(login: str, command_name: str) -> str:
-    return (f"@{login} thanks for the request. Starting GPU work needs write, maintain or "
+def refusal(command_name: str) -> str:
+    # The reply around it already names the requester once.
+    return ("Thanks for the request. Starting GPU work needs write, maintain or "
             f"admin permission on this repository (or being listed in "
             f"`.github/triagebot.toml`), so nothing was run. A maintainer can ask with "
             f"`@{command_name} repro`.")
@@ -96,6 +103,16 @@ def config_error(problems: Sequence[str]) -> str:
     items = "\n".join(f"- {inline(p, 400)}" for p in problems[:20])
     return ("`.github/triagebot.toml` in this repository is not valid, so nothing was run:"
             f"\n\n{items}")
+
+
+def internal_error(kind: str) -> str:
+    return (f"This command failed inside triagebot ({inline(kind, 80)}); nothing was "
+            "started for it. The maintainers of the bot have the details in its logs.")
+
+
+def gave_up(reason: str) -> str:
+    return (f"triagebot could not handle this comment: {inline(reason, 300)}. Nothing was "
+            "started; please ask again later.")
 
 
 def command_errors(messages: Sequence[str]) -> str:
@@ -111,7 +128,7 @@ def plan_refused(message: str) -> str:
     return f"This report cannot be planned as asked: {inline(message, 1500)}"
 
 
-def status(jobs: Sequence[JobRecord], url_for: dict[str, str]) -> str:
+def status(jobs: Sequence[JobRecord], url_for: Mapping[str, str]) -> str:
     if not jobs:
         return "No reproduction has been requested on this thread yet."
     rows = ["| job | state | runs | requested by | command |", "|---|---|---|---|---|"]

@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import redis
-from celery import Celery
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
@@ -15,21 +14,19 @@ from triagebot.web import health, jobs_page, metrics, webhook
 from triagebot.web.service import Service
 
 
-def create_app(settings: Settings, *, celery: Celery | None = None,
-               redis_client: redis.Redis | None = None) -> FastAPI:
+def create_app(settings: Settings, *, redis_client: redis.Redis | None = None) -> FastAPI:
     """The FastAPI app for `settings`.
 
     Raises SettingsError without a webhook secret: an ingress that accepts unsigned
-    deliveries must not start. Redis and Celery clients passed in are used as they are
-    and left open; those built here (on first use) are closed at shutdown.
+    deliveries must not start. A Redis client passed in is used as it is and left open;
+    one built here (on first use) is closed at shutdown.
     """
     settings.require_webhook()
-    service = Service(settings, celery=celery, redis_client=redis_client)
+    service = Service(settings, redis_client=redis_client)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        # Build the Celery app (no connection yet) before the first delivery, which would
-        # otherwise wait for its imports.
+        # Build the helpers (no connection yet) before the first delivery.
         await run_in_threadpool(service.prepare)
         try:
             yield

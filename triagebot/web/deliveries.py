@@ -1,8 +1,12 @@
-"""Transport-level dedupe of webhook deliveries by their `X-GitHub-Delivery` id.
+"""Transport-level dedupe of webhook deliveries by their `X-GitHub-Delivery` id, and the
+enqueue, in one Redis script.
 
-A delivery is *claimed* (short TTL) before its work is enqueued and *recorded* (long TTL)
-only after, so a crash in between leaves a claim that expires and a redelivery that
-works, while concurrent copies of one delivery see the claim and are dropped.
+The script records the delivery id (NX, long TTL) and pushes the event's task message
+onto the triage queue, or does neither when the id was seen. Being one atomic step it
+leaves no window to reason about: a crash before it changes nothing; a Redis that hangs
+and runs it later both records and queues the delivery (so its redelivery is rightly a
+duplicate); concurrent copies of one delivery queue it once. It is also one round trip
+instead of three.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from triagebot.settings import Settings
 
 # GitHub sends a GUID; anything else is refused before it becomes part of a Redis key.
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
-CLAIM_TTL_S = 120
 
-# Only a claim that is still pending is ours to drop; a recorded delivery stays.
-_RELEASE = """
-if redis.call('GET', KEYS[1]) == 'pending' then return redis.call('DEL', KEYS[1]) end
+_ENQUEUE_ONCE = """
+if redis.call('SET', KEYS[1], 'done', 'NX', 'EX', ARGV[1]) then
+  redis.call('LPUSH', KEYS[2], ARGV[2])
+  return 1
+end
 return 0
 """
 
@@ -28,19 +33,13 @@ class Deliveries:
     def __init__(self, settings: Settings, client: redis.Redis) -> None:
         self.settings = settings
         self.redis = client
-        self._release = client.register_script(_RELEASE)
+        self._enqueue_once = client.register_script(_ENQUEUE_ONCE)
 
     def key(self, delivery: str) -> str:
         return self.settings.key("delivery", delivery)
 
-    def claim(self, delivery: str) -> bool:
-        """True when this delivery was not seen (nor is in flight) and is now ours."""
-        return bool(self.redis.set(self.key(delivery), "pending", nx=True, ex=CLAIM_TTL_S))
-
-    def record(self, delivery: str) -> None:
-        """Mark the delivery done once its work is durably enqueued."""
-        self.redis.set(self.key(delivery), "done", ex=self.settings.delivery_ttl_s)
-
-    def release(self, delivery: str) -> None:
-        """Give up a claim whose enqueue failed, so a redelivery is accepted."""
-        self._release(keys=[self.key(delivery)])
+    def enqueue_once(self, delivery: str, queue: str, message: bytes) -> bool:
+        """Queue `message` on `queue` unless `delivery` was seen; True when it was queued."""
+        return bool(self._enqueue_once(
+            keys=[self.key(delivery), self.settings.celery_key_prefix + queue],
+            args=[self.settings.delivery_ttl_s, message]))

@@ -1,7 +1,8 @@
 """Liveness and readiness.
 
 `/healthz` says the process serves requests. `/readyz` says a delivery accepted now would
-be worked on: Redis answers, and some worker has sent a heartbeat recently.
+be worked on: Redis answers, and the triage queue and every runner kind's queue have a
+worker that sent a heartbeat recently. The body says which are served, per kind.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from triagebot.web.deps import service_of
+from triagebot.workers import names
 
 router = APIRouter()
 
@@ -22,17 +24,23 @@ async def healthz() -> JSONResponse:
 
 @router.get("/readyz")
 def readyz(request: Request) -> JSONResponse:
+    """200 when Redis answers and every queue (triage and each runner kind) has a worker."""
     service = service_of(request)
-    max_age = service.settings.worker_heartbeat_max_age_s
+    settings = service.settings
+    max_age = settings.worker_heartbeat_max_age_s
     try:
-        service.redis.ping()
-        ages = service.jobs.workers()
+        beats = service.jobs.worker_beats()
     except redis.RedisError as exc:
         return JSONResponse({"ok": False, "reason": f"redis unreachable ({type(exc).__name__})"},
                             status_code=503)
-    live = sorted(name for name, age in ages.items() if age <= max_age)
-    if not live:
-        return JSONResponse({"ok": False,
-                             "reason": f"no worker heartbeat in the last {max_age} s"},
-                            status_code=503)
-    return JSONResponse({"ok": True, "workers": len(live)})
+    live = {name: queues for name, (age, queues) in beats.items() if age <= max_age}
+    served = {q for queues in live.values() for q in queues}
+    runners = {kind: settings.queue_for(kind) in served for kind in settings.gpu_kinds}
+    body = {"workers": len(live), "triage": names.TRIAGE_QUEUE in served, "runners": runners}
+    missing = ([names.TRIAGE_QUEUE] if not body["triage"] else []) + [
+        settings.queue_for(kind) for kind, up in runners.items() if not up]
+    if missing:
+        return JSONResponse({"ok": False, **body, "reason": (
+            f"no worker heartbeat in the last {max_age} s for {', '.join(missing)}")},
+            status_code=503)
+    return JSONResponse({"ok": True, **body})

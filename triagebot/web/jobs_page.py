@@ -1,7 +1,8 @@
 """`GET /jobs/{id}`: a page a maintainer opens from the thread to watch a job, and its JSON.
 
 Everything shown comes from an issue (title, command, report), so the page is rendered
-with autoescaping on and a Content-Security-Policy that allows no script at all.
+with autoescaping on and a Content-Security-Policy that allows no script at all: the
+report's markdown becomes HTML on the server and the charts are inline SVG.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from triagebot.jobs import JobRecord
+from triagebot.jobs import JOB_ID_CHARS, JobError, JobRecord
+from triagebot.links import may_view
+from triagebot.model import Plan
 from triagebot.web.deps import service_of
+from triagebot.web.job_view import JobView, job_view
 from triagebot.web.service import Service
 
-JOB_ID = re.compile(r"^[0-9a-f]{20}$")
+JOB_ID = re.compile(rf"^[0-9a-f]{{{JOB_ID_CHARS}}}$")
 REFRESH_S = 15
 _HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
@@ -54,12 +58,14 @@ def _when(stamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(stamp))
 
 
-def _load(service: Service, id_: str) -> tuple[JobRecord, str | None, int | None]:
+def _load(service: Service, id_: str,
+          key: str | None) -> tuple[JobRecord, str | None, int | None]:
     if not JOB_ID.fullmatch(id_):
         raise HTTPException(status_code=404, detail="no such job")
     try:
         record = service.jobs.get(id_)
-        if record is None:
+        # A private job without its signed link looks exactly like a missing one.
+        if record is None or not may_view(service.settings, record, key):
             raise HTTPException(status_code=404, detail="no such job")
         ahead = service.jobs.queued_ahead(record) if record.state == "queued" else None
         return record, service.jobs.report(id_), ahead
@@ -67,20 +73,37 @@ def _load(service: Service, id_: str) -> tuple[JobRecord, str | None, int | None
         raise HTTPException(status_code=503, detail="the job store is unavailable") from None
 
 
+def _view(service: Service, record: JobRecord, report: str | None) -> JobView:
+    store = service.jobs
+    try:
+        plan: Plan | None = store.plan(record.id)
+    except JobError:
+        plan = None
+    try:
+        stored = {cell: sum(len(r.runs) for r in results)
+                  for cell, results in store.results(record.id).items()}
+        findings = store.findings(record.id)
+    except redis.RedisError:
+        raise HTTPException(status_code=503, detail="the job store is unavailable") from None
+    return job_view(record, plan, stored, findings, report)
+
+
 # The JSON route is declared first: `{job_id}` alone would also match `<id>.json`.
 @router.get("/jobs/{job_id}.json")
-def job_json(request: Request, job_id: str) -> JSONResponse:
-    record, report, ahead = _load(service_of(request), job_id)
+def job_json(request: Request, job_id: str, key: str | None = None) -> JSONResponse:
+    record, report, ahead = _load(service_of(request), job_id, key)
     data: dict[str, Any] = record.model_dump(mode="json")
     data.update(report=report, queued_ahead=ahead)
     return JSONResponse(data, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
-def job_page(request: Request, job_id: str) -> HTMLResponse:
-    record, report, ahead = _load(service_of(request), job_id)
+def job_page(request: Request, job_id: str, key: str | None = None) -> HTMLResponse:
+    service = service_of(request)
+    record, report, ahead = _load(service, job_id, key)
     html = _env.get_template("job.html").render(
-        job=record, report=report, queued_ahead=ahead, refresh_s=REFRESH_S,
+        job=record, view=_view(service, record, report), queued_ahead=ahead,
+        refresh_s=REFRESH_S,
         thread_url=f"https://github.com/{record.repo}/"
                    f"{'pull' if record.is_pr else 'issues'}/{record.number}",
         eta=duration(record.eta_s), created=_when(record.created_at),

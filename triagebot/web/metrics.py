@@ -13,8 +13,19 @@ from collections.abc import Callable, Iterator
 
 import redis
 from fastapi import APIRouter, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -83,6 +94,13 @@ class RedisCollector(Collector):
                                     "Wall time of one cell run", buckets=buckets,
                                     sum_value=total)
 
+        outcomes = CounterMetricFamily("triagebot_job_outcomes",
+                                       "Finished jobs by the outcome of their report",
+                                       labels=["outcome"])
+        for outcome, count in store.count_by_outcome().items():
+            outcomes.add_metric([outcome], count)
+        yield outcomes
+
         max_age = self.settings.worker_heartbeat_max_age_s
         alive = sum(1 for age in store.workers().values() if age <= max_age)
         workers = GaugeMetricFamily("triagebot_workers",
@@ -91,15 +109,26 @@ class RedisCollector(Collector):
         yield workers
 
 
+# Seconds from the request's arrival to its answer; GitHub gives up at 10.
+ACK_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
 class Metrics:
+    """In-process delivery counts and ack latencies (per uvicorn worker process), and the
+    Redis-backed numbers every process reports alike."""
+
     def __init__(self, settings: Settings, store: Callable[[], JobStore]) -> None:
         self.registry = CollectorRegistry()
         self.deliveries = Counter("triagebot_deliveries", "Webhook deliveries by outcome",
                                   ["event", "result"], registry=self.registry)
+        self.ack_seconds = Histogram("triagebot_webhook_ack_seconds",
+                                     "Time to answer a webhook delivery", ["result"],
+                                     buckets=ACK_BUCKETS, registry=self.registry)
         self.registry.register(RedisCollector(settings, store))
 
-    def delivery(self, event: str | None, result: str) -> None:
+    def delivery(self, event: str | None, result: str, seconds: float) -> None:
         self.deliveries.labels(event=event_label(event), result=result).inc()
+        self.ack_seconds.labels(result=result).observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,7 +1,10 @@
-"""What the routes share: settings, and the Redis and Celery clients built on first use.
+"""What the routes share: settings, the Redis client built on first use, and the helpers
+over it.
 
-Building them lazily keeps `create_app` free of connections (and importable anywhere);
-building them once keeps their connection pools warm across requests.
+Building the client lazily keeps `create_app` free of connections (and importable
+anywhere); building it once keeps its connection pool warm across requests. Its timeout is
+the ingress's short one, so a hung Redis costs a request at most that. The ingress needs
+no Celery client: it writes task messages itself (see `task_message.py`).
 """
 
 from __future__ import annotations
@@ -10,42 +13,32 @@ import threading
 from functools import cached_property
 
 import redis
-from celery import Celery
 
 from triagebot.jobs import JobStore, connect
 from triagebot.settings import Settings
+from triagebot.web.body import BodyBudget
 from triagebot.web.deliveries import Deliveries
 from triagebot.web.metrics import Metrics
-from triagebot.workers.app import create_celery
 
 
 class Service:
-    def __init__(self, settings: Settings, *, celery: Celery | None = None,
-                 redis_client: redis.Redis | None = None) -> None:
+    def __init__(self, settings: Settings, *, redis_client: redis.Redis | None = None) -> None:
         self.settings = settings
-        self._celery = celery
         self._redis = redis_client
-        # Clients passed in belong to the caller; only those built here are closed here.
-        self._own_celery = celery is None
+        # A client passed in belongs to the caller; only one built here is closed here.
         self._own_redis = redis_client is None
         self._lock = threading.Lock()
         self.metrics = Metrics(settings, lambda: self.jobs)
+        self.bodies = BodyBudget(settings.unverified_body_budget_bytes, wait_s=1.0)
 
     @property
     def redis(self) -> redis.Redis:
         if self._redis is None:
             with self._lock:
                 if self._redis is None:
-                    self._redis = connect(self.settings)
+                    self._redis = connect(self.settings,
+                                          self.settings.ingress_redis_timeout_s)
         return self._redis
-
-    @property
-    def celery(self) -> Celery:
-        if self._celery is None:
-            with self._lock:
-                if self._celery is None:
-                    self._celery = create_celery(self.settings, register_tasks=False)
-        return self._celery
 
     @cached_property
     def jobs(self) -> JobStore:
@@ -56,11 +49,9 @@ class Service:
         return Deliveries(self.settings, self.redis)
 
     def prepare(self) -> None:
-        """Build the clients ahead of the first request; neither connects yet."""
-        _ = self.celery, self.jobs, self.deliveries
+        """Build the helpers ahead of the first request; nothing connects yet."""
+        _ = self.jobs, self.deliveries
 
     def close(self) -> None:
-        if self._own_celery and self._celery is not None:
-            self._celery.close()
         if self._own_redis and self._redis is not None:
             self._redis.close()

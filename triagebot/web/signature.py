@@ -28,17 +28,40 @@ def sign(secret: SecretStr | str | bytes, body: bytes) -> str:
     return PREFIX + hmac.new(_key(secret), body, hashlib.sha256).hexdigest()
 
 
-def verify(body: bytes, header: str | None, secrets: Iterable[SecretStr | str | bytes]) -> bool:
-    """True when `header` is a well-formed SHA-256 signature of `body` under one of `secrets`."""
+def expected_digest(header: str | None) -> bytes | None:
+    """The digest a well-formed header claims, or None (then no body needs reading)."""
     if not header or not header.startswith(PREFIX):
-        return False
+        return None
     given = header[len(PREFIX):]
     if len(given) != _DIGEST_HEX_LEN or not _HEX_DIGITS.issuperset(given):
+        return None
+    return bytes.fromhex(given)
+
+
+class Verifier:
+    """Checks a body against a claimed digest chunk by chunk, as it arrives."""
+
+    def __init__(self, expected: bytes, secrets: Iterable[SecretStr | str | bytes]) -> None:
+        self.expected = expected
+        self.macs = [hmac.new(_key(secret), digestmod=hashlib.sha256) for secret in secrets]
+
+    def update(self, chunk: bytes) -> None:
+        for mac in self.macs:
+            mac.update(chunk)
+
+    def matched(self) -> bool:
+        matched = False
+        # Every secret is tried, so the time taken does not tell which one (if any) matched.
+        for mac in self.macs:
+            matched |= hmac.compare_digest(mac.digest(), self.expected)
+        return matched
+
+
+def verify(body: bytes, header: str | None, secrets: Iterable[SecretStr | str | bytes]) -> bool:
+    """True when `header` is a well-formed SHA-256 signature of `body` under one of `secrets`."""
+    expected = expected_digest(header)
+    if expected is None:
         return False
-    expected = bytes.fromhex(given)
-    matched = False
-    # Every secret is tried, so the time taken does not tell which one (if any) matched.
-    for secret in secrets:
-        digest = hmac.new(_key(secret), body, hashlib.sha256).digest()
-        matched |= hmac.compare_digest(digest, expected)
-    return matched
+    verifier = Verifier(expected, secrets)
+    verifier.update(body)
+    return verifier.matched()

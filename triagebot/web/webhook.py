@@ -1,16 +1,17 @@
 """`POST /webhook`: verify, filter, dedupe, enqueue, acknowledge. Never calls GitHub.
 
 The order is the contract: the body is read with a cap, the signature is checked over
-those exact bytes before anything parses them, and a delivery is recorded as seen only
-after its event is on the queue. When Redis or the broker fails the answer is 503, so
-GitHub lists the delivery as failed and it can be redelivered.
+those exact bytes (as they stream in) before anything parses them, and the delivery is
+recorded as seen in the same atomic step that puts its event on the queue. When Redis
+fails or hangs the answer is 503 within `ingress_redis_timeout_s`, so GitHub lists the
+delivery as failed and it can be redelivered.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,13 +20,21 @@ import redis
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
 
 from triagebot.events import EventError, ThreadEvent, normalise, worth_queueing
-from triagebot.web.body import BadContentLength, BodyTooLarge, read_capped
+from triagebot.web.body import (
+    BadContentLength,
+    BodyTooLarge,
+    NoRoom,
+    declared_length,
+    read_capped,
+)
 from triagebot.web.deliveries import DELIVERY_ID
 from triagebot.web.deps import service_of
 from triagebot.web.service import Service
-from triagebot.web.signature import verify
+from triagebot.web.signature import Verifier, expected_digest
+from triagebot.web.task_message import task_message
 from triagebot.workers import names
 
 log = logging.getLogger("triagebot.web.webhook")
@@ -53,10 +62,8 @@ def _action_of(payload: Mapping[str, Any]) -> str | None:
 
 
 def process(service: Service, headers: Mapping[str, str], body: bytes) -> Outcome:
-    """Everything after the body is read; blocking, so it runs in the threadpool."""
+    """Everything after the body is read and verified; blocking, so it runs in a thread."""
     settings = service.settings
-    if not verify(body, headers.get("x-hub-signature-256"), settings.webhook_secrets):
-        return _refuse(401, "unauthorized", "signature does not match", verified=False)
     event = headers.get("x-github-event")
     delivery = headers.get("x-github-delivery")
     if not event or not delivery:
@@ -96,43 +103,25 @@ def _ignored(ev: ThreadEvent, reason: str) -> Outcome:
 
 
 def enqueue(service: Service, ev: ThreadEvent) -> Outcome:
-    """Claim the delivery, put the event on the triage queue, then record the delivery."""
+    """Record the delivery and queue its event for triage, atomically, unless seen."""
     guid = ev.delivery
-    unavailable = Outcome(503, {"error": "queue unavailable; redeliver later"}, "unavailable",
-                          action=ev.action, repo=ev.repo)
+    message = task_message(
+        names.HANDLE_EVENT, f"event-{guid}", [ev.model_dump(mode="json")],
+        names.TRIAGE_QUEUE,
+        # What Celery logs and shows (Flower) instead of a repr of the whole event: issue
+        # text stays out of logs.
+        argsrepr=f"({ev.event}.{ev.action} {ev.repo}#{ev.number})")
     try:
-        if not service.deliveries.claim(guid):
-            return Outcome(202, {"duplicate": True, "delivery": guid}, "duplicate",
-                           action=ev.action, repo=ev.repo)
+        fresh = service.deliveries.enqueue_once(guid, names.TRIAGE_QUEUE, message)
     except redis.RedisError as exc:
-        unavailable.extra["error"] = type(exc).__name__
-        return unavailable
-    try:
-        service.celery.send_task(
-            names.HANDLE_EVENT, args=[ev.model_dump(mode="json")], queue=names.TRIAGE_QUEUE,
-            task_id=f"event-{guid}",
-            # Nobody waits on the result; without this Celery subscribes to a result
-            # channel on every send.
-            ignore_result=True,
-            # What Celery logs and shows (Flower) instead of a repr of the whole event:
-            # issue text stays out of logs, and no time goes into building the repr.
-            argsrepr=f"({ev.event}.{ev.action} {ev.repo}#{ev.number})", kwargsrepr="{}")
-    except Exception as exc:
-        # Whatever the broker raised, the event is not queued: free the claim so a
-        # redelivery is accepted, and tell GitHub the delivery failed.
-        unavailable.extra["error"] = type(exc).__name__
-        with contextlib.suppress(redis.RedisError):  # else the claim expires on its own
-            service.deliveries.release(guid)
-        return unavailable
-    queued = Outcome(202, {"queued": True, "delivery": guid}, "queued",
-                     action=ev.action, repo=ev.repo)
-    try:
-        service.deliveries.record(guid)
-    except redis.RedisError as exc:
-        # The event is on the queue, so this is a success; the claim still guards
-        # against copies until it expires, and the job id dedupes after that.
-        queued.extra["record_error"] = type(exc).__name__
-    return queued
+        # Nothing was recorded, so GitHub's redelivery of this id will be taken.
+        return Outcome(503, {"error": "queue unavailable; redeliver later"}, "unavailable",
+                       action=ev.action, repo=ev.repo, extra={"error": type(exc).__name__})
+    if not fresh:
+        return Outcome(202, {"duplicate": True, "delivery": guid}, "duplicate",
+                       action=ev.action, repo=ev.repo)
+    return Outcome(202, {"queued": True, "delivery": guid}, "queued",
+                   action=ev.action, repo=ev.repo)
 
 
 def _safe(value: str | None) -> str:
@@ -143,28 +132,58 @@ def _safe(value: str | None) -> str:
     return value[:64] if plain else "?"
 
 
+async def _receive(service: Service, request: Request) -> Outcome | bytes:
+    """The verified body, or why there is none. Nothing is read for a request that is
+    over the cap or carries no well-formed signature, and reading waits for room in the
+    unverified-body budget."""
+    settings = service.settings
+    try:
+        size = declared_length(request, settings.max_body_bytes)
+    except BodyTooLarge:
+        return _refuse(413, "too_large", "body over the size limit", verified=False)
+    except BadContentLength:
+        return _refuse(400, "bad_request", "Content-Length is not a number", verified=False)
+    expected = expected_digest(request.headers.get("x-hub-signature-256"))
+    if expected is None:
+        return _refuse(401, "unauthorized", "signature does not match", verified=False)
+    verifier = Verifier(expected, settings.webhook_secrets)
+    try:
+        async with service.bodies.reserve(settings.max_body_bytes if size is None else size):
+            body = await read_capped(request, settings.max_body_bytes, verifier.update)
+    except BodyTooLarge:
+        return _refuse(413, "too_large", "body over the size limit", verified=False)
+    except NoRoom:
+        return _refuse(503, "busy", "too many bodies in flight; redeliver later",
+                       verified=False)
+    except ClientDisconnect:
+        return _refuse(400, "disconnected", "the client left before the body ended",
+                       verified=False)
+    if not verifier.matched():
+        return _refuse(401, "unauthorized", "signature does not match", verified=False)
+    return body
+
+
 @router.post("/webhook")
 async def webhook(request: Request) -> JSONResponse:
+    started = time.perf_counter()
     service = service_of(request)
     headers = request.headers
-    try:
-        body = await read_capped(request, service.settings.max_body_bytes)
-    except BodyTooLarge:
-        outcome = _refuse(413, "too_large", "body over the size limit", verified=False)
-    except BadContentLength:
-        outcome = _refuse(400, "bad_request", "Content-Length is not a number", verified=False)
+    received = await _receive(service, request)
+    if isinstance(received, Outcome):
+        outcome = received
     else:
-        outcome = await run_in_threadpool(process, service, headers, body)
+        outcome = await run_in_threadpool(process, service, headers, received)
     event = headers.get("x-github-event")
     # Until the signature matched, the event header is anyone's word.
-    service.metrics.delivery(event if outcome.verified else "unverified", outcome.result)
+    service.metrics.delivery(event if outcome.verified else "unverified", outcome.result,
+                             time.perf_counter() - started)
     fields = {"delivery": _safe(headers.get("x-github-delivery")),
               "event": _safe(event)[:40], "action": _safe(outcome.action),
               "repo": outcome.repo or "-", "result": outcome.result,
               "status": outcome.status, **outcome.extra}
     level = logging.WARNING if outcome.status >= 500 else logging.INFO
     log.log(level, " ".join(f"{k}={v}" for k, v in fields.items()), extra=fields)
-    # After a 413 the rest of the body is unread: close rather than drain whatever the
-    # client still sends.
-    close = {"Connection": "close"} if outcome.status == 413 else None
+    # After a refusal before reading, the rest of the body is unread: close rather than
+    # drain whatever the client still sends.
+    close = {"Connection": "close"} if not outcome.verified else None
     return JSONResponse(outcome.body, status_code=outcome.status, headers=close)

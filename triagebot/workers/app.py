@@ -60,7 +60,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
 def create_celery(settings: Settings, *, register_tasks: bool = True) -> Celery:
     """A Celery app for `settings`, with the tasks of `triagebot.workers.tasks`.
 
-    The ingress only sends tasks by name, so it skips registering them (and importing the
+    A client that only sends tasks by name skips registering them (and importing the
     analysis stack they pull in).
     """
     app = Celery("triagebot", set_as_current=False)

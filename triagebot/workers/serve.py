@@ -1,4 +1,5 @@
-"""Starting a worker: which queues, how many processes, and the heartbeat `/readyz` reads."""
+"""Starting a worker: which queues, how many processes, the heartbeat `/readyz` reads, and
+(on triage workers) the reaper that requeues jobs whose GPU worker died."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from triagebot.jobs import JobStore
 from triagebot.settings import Settings
 from triagebot.workers import names
 from triagebot.workers.app import create_celery
+from triagebot.workers.reaper import reap_forever
 
 _QUEUE = re.compile(r"^(triage|gpu-[a-z0-9][a-z0-9-]{0,31})$")
 
@@ -54,22 +56,28 @@ def run_worker(settings: Settings, queues: list[str], *, name: str | None = None
     app = create_celery(settings)
     stop = threading.Event()
     label = host_format(argv[argv.index("-n") + 1])
-    thread = threading.Thread(target=_heartbeat, args=(settings, label, stop),
-                              name="worker-heartbeat", daemon=True)
-    thread.start()
+    threads = [threading.Thread(target=_heartbeat, args=(settings, label, queues, stop),
+                                name="worker-heartbeat", daemon=True)]
+    if names.TRIAGE_QUEUE in queues:
+        # In the worker's main process, so a pool process that dies mid-task stops nothing.
+        threads.append(threading.Thread(target=reap_forever, args=(settings, app, stop),
+                                        name="reaper", daemon=True))
+    for thread in threads:
+        thread.start()
     try:
         app.worker_main(argv)
     finally:
         stop.set()
 
 
-def _heartbeat(settings: Settings, name: str, stop: threading.Event) -> None:
+def _heartbeat(settings: Settings, name: str, queues: list[str],
+               stop: threading.Event) -> None:
     store = JobStore(settings)
     ttl = max(2, settings.worker_heartbeat_max_age_s)
     interval = max(0.5, min(settings.heartbeat_s, ttl / 3))
     while True:
         # Redis away: readiness shows it; keep trying.
         with contextlib.suppress(redis.RedisError):
-            store.worker_alive(name.replace(":", "_"), ttl)
+            store.worker_alive(name.replace(":", "_"), ttl, queues)
         if stop.wait(interval):
             return

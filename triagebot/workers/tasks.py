@@ -9,11 +9,11 @@ A GPU worker lost mid-job (SIGKILL, OOM kill) gets its message back through
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from functools import cache
 from typing import Any
 
-import redis
 from celery import Celery, Task
 
 from triagebot.events import ThreadEvent
@@ -22,11 +22,10 @@ from triagebot.jobs import JobStore
 from triagebot.settings import Settings
 from triagebot.workers import names
 from triagebot.workers.runner import JobRunner
-from triagebot.workers.triage import CommentBusy, Triage
+from triagebot.workers.triage import TRANSIENT, CommentBusy, Triage
 
 log = logging.getLogger(__name__)
 
-_TRANSIENT = (GitHubError, redis.ConnectionError, redis.TimeoutError)
 _RETRY: dict[str, Any] = {"retry_backoff": True, "retry_backoff_max": 600,
                           "retry_jitter": True, "max_retries": 8}
 
@@ -51,6 +50,14 @@ def register(app: Celery) -> None:
     def triage() -> Triage:
         return Triage(settings, store(), app, github)
 
+    def _permanent(exc: Exception) -> bool:
+        return isinstance(exc, GitHubError) and not exc.transient
+
+    def _reason(exc: Exception) -> str:
+        if isinstance(exc, GitHubError):
+            return f"GitHub kept refusing ({exc.status or 'no answer'})"
+        return "its job store (Redis) was unavailable"
+
     def _transient(task: Task, exc: Exception) -> None:
         """Retry what may pass; give up loudly on what will not."""
         if isinstance(exc, GitHubError) and not exc.transient:
@@ -63,8 +70,13 @@ def register(app: Celery) -> None:
         event = ThreadEvent.model_validate(payload)
         try:
             triage().handle(event)
-        except _TRANSIENT as exc:
-            _transient(self, exc)
+        except TRANSIENT as exc:
+            if self.request.retries < self.max_retries and not _permanent(exc):
+                _transient(self, exc)
+            # Out of retries (or refused for good): a last visible word, if GitHub lets us.
+            log.error("%s: giving up on %s: %s", self.name, event.delivery, exc)
+            with contextlib.suppress(*TRANSIENT):
+                triage().report_failure(event, _reason(exc))
 
     @app.task(name=names.PROGRESS, bind=True, acks_late=True, max_retries=3)
     def progress(self: Task, job_id: str) -> None:
@@ -73,7 +85,7 @@ def register(app: Celery) -> None:
             triage().progress(job_id)
         except CommentBusy:
             return
-        except _TRANSIENT as exc:
+        except TRANSIENT as exc:
             log.warning("progress for %s skipped: %s", job_id, exc)
 
     @app.task(name=names.PUBLISH, bind=True, acks_late=True, **_RETRY)
@@ -82,7 +94,7 @@ def register(app: Celery) -> None:
             triage().publish(job_id)
         except CommentBusy as exc:
             raise self.retry(exc=exc, countdown=2) from None
-        except _TRANSIENT as exc:
+        except TRANSIENT as exc:
             _transient(self, exc)
 
     # Enough retries to wait out a live owner for the whole hard limit.

@@ -1,38 +1,46 @@
-"""The triage side: the only worker that talks to GitHub.
+"""The triage side, the executor: the only worker that talks to GitHub.
 
-It turns a normalised event into replies and jobs, and a finished (or progressing) job
-into edits of the job's one comment. GPU workers never hold GitHub credentials; they
-leave results in Redis and ask for a `publish` here.
+For a comment it gathers the facts its commands need (repo config, permission, the
+thread, its jobs), lets `triagebot.decisions` decide, and applies the actions
+idempotently. It also turns a finished (or progressing) job into edits of the job's one
+comment. GPU workers never hold GitHub credentials; they leave results in Redis and ask
+for a `publish` here.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+import redis
 from celery import Celery
 
-from triagebot import handlers
-from triagebot.commands import Command, CommandError, help_text
-from triagebot.errors import PlanRejected
+from triagebot import decisions, handlers, links
+from triagebot.commands import Command
+from triagebot.decisions.actions import Action, CancelJobs, React, Refuse, Reply, StartJob
+from triagebot.decisions.facts import Facts
+from triagebot.decisions.repro import CONFIG_PATH
 from triagebot.events import Actor, ThreadEvent
-from triagebot.github import GitHubClient, Thread
-from triagebot.jobs import JobRecord, JobStore, job_id, text_of, utc_day
+from triagebot.github import GitHubClient, GitHubError, Thread
+from triagebot.jobs import JobRecord, JobStore, text_of, utc_day
 from triagebot.options import ReproOptions
 from triagebot.parse import parse_report
-from triagebot.plan import build_plan
-from triagebot.repo_config import RepoConfig, RepoConfigError, merge_options, parse_repo_config
+from triagebot.repo_config import RepoConfig, RepoConfigError, parse_repo_config
 from triagebot.report import thread as words
 from triagebot.settings import Settings
 from triagebot.workers import names
 
 log = logging.getLogger(__name__)
 
-CONFIG_PATH = ".github/triagebot.toml"
 _ABSENT = "\x00absent"
+
+
+# Failures that may pass: the task retries them (with backoff) instead of answering.
+TRANSIENT = (GitHubError, redis.ConnectionError, redis.TimeoutError)
 
 
 class CommentBusy(Exception):
@@ -62,46 +70,107 @@ class Triage:
             self._thread_event(event)
 
     def _comment(self, event: ThreadEvent) -> None:
+        """Gather the facts the comment's commands need, decide, then apply."""
         items = handlers.commands_for(event, self.settings.bot_login,
                                       self.settings.command_name)
         if not items or event.comment is None:
             return
         gh = self.github(event.installation_id)
-        actor = event.sender.login
         config, problems = self._config(gh, event.repo)
         if problems:
-            self._reply(gh, event, [words.config_error(problems)])
-            gh.react(event.repo, event.comment.id, "confused")
+            self._apply(gh, event, [Reply(words.config_error(problems)), React("confused")])
             return
+        try:
+            facts = self._facts(gh, event, config, {i.name for i in items
+                                                    if isinstance(i, Command)})
+        except TRANSIENT:
+            raise
+        except Exception as exc:
+            log.exception("%s#%d: gathering facts failed", event.repo, event.number)
+            self._apply(gh, event, [Reply(words.internal_error(type(exc).__name__)),
+                                    React("confused")])
+            return
+        self._apply(gh, event, decisions.decide(items, facts))
+
+    def _facts(self, gh: GitHubClient, event: ThreadEvent, config: RepoConfig,
+               names_: set[str], thread: Thread | None = None) -> Facts:
+        """Only what the named commands read: no GitHub call a comment does not need."""
+        may_run = bool(names_ & {"repro", "cancel"}) and self._allowed(
+            gh, event.repo, event.sender.login, config)
+        jobs = (tuple(self.store.thread_jobs(event.repo, event.number))
+                if names_ & {"status", "cancel"} else ())
+        repro = may_run and "repro" in names_
+        if repro and thread is None:
+            thread = gh.read_thread(event.repo, event.number)
+        return Facts(
+            event=event, command_name=self.settings.command_name, config=config,
+            may_run=may_run, jobs=jobs, job_urls={j.id: self.job_url(j) for j in jobs},
+            thread=thread, gpu_kinds=tuple(self.settings.gpu_kinds),
+            gpu_seconds_used=self.store.gpu_seconds_today(event.repo) if repro else 0.0,
+            id_key=self.settings.link_key)
+
+    def _apply(self, gh: GitHubClient, event: ThreadEvent, actions: list[Action]) -> None:
+        """Carry out a comment's actions; each is safe to repeat (a retried task, copies of
+        one delivery), and the comment gets at most one reply."""
+        assert event.comment is not None
         sections: list[str] = []
-        queued = False
-        for item in items:
-            if isinstance(item, CommandError):
-                sections.append(words.command_errors([item.message]))
-            elif item.name == "help":
-                sections.append(help_text(self.settings.command_name))
-            elif item.name == "status":
-                jobs = self.store.thread_jobs(event.repo, event.number)
-                sections.append(words.status(jobs, {j.id: self.job_url(j.id) for j in jobs}))
-            elif not self._allowed(gh, event.repo, actor, config):
-                if self._first_refusal(event.repo, event.number, actor):
-                    sections.append(words.refusal(actor, self.settings.command_name))
-            elif item.name == "cancel":
-                sections.append(self._cancel(event, actor))
-            else:
-                answer = self._repro(gh, event, config, item)
-                queued = queued or answer is None
-                if answer:
-                    sections.append(answer)
-        if queued:
-            gh.react(event.repo, event.comment.id, "+1")
+        reactions: list[str] = []
+        for action in actions:
+            try:
+                section = self._act(gh, event, action, reactions)
+            except TRANSIENT:
+                raise  # the task retries the whole comment; every step is idempotent
+            except Exception as exc:
+                # A bug must not turn into silence: the requester hears that it failed.
+                log.exception("%s#%d: %s failed", event.repo, event.number,
+                              type(action).__name__)
+                section = words.internal_error(type(exc).__name__)
+                reactions.append("confused")
+            if section:
+                sections.append(section)
+        for content in dict.fromkeys(reactions):
+            gh.react(event.repo, event.comment.id, content)
         if sections:
             self._reply(gh, event, sections)
 
+    def _act(self, gh: GitHubClient, event: ThreadEvent, action: Action,
+             reactions: list[str]) -> str | None:
+        """Apply one action; returns its section of the reply, if it has one."""
+        if isinstance(action, Reply):
+            return action.text
+        if isinstance(action, React):
+            reactions.append(action.content)
+            return None
+        if isinstance(action, Refuse):
+            first = self._first_refusal(event.repo, event.number, event.sender.login)
+            return action.text if first else None
+        if isinstance(action, CancelJobs):
+            self._cancel(action.ids, event.sender.login)
+            return None
+        busy = self._start(gh, action)
+        if busy is None:
+            reactions.append("+1")
+        return busy
+
+    def report_failure(self, event: ThreadEvent, reason: str) -> None:
+        """Last word on a comment the task gave up on after its retries."""
+        if event.comment is None:
+            return
+        gh = self.github(event.installation_id)
+        self._apply(gh, event, [Reply(words.gave_up(reason)), React("confused")])
+
     def _reply(self, gh: GitHubClient, event: ThreadEvent, sections: list[str]) -> None:
+        """One answer per comment, however many copies of its delivery arrive at once."""
         assert event.comment is not None
-        gh.upsert_comment(event.repo, event.number, f"reply={event.comment.id}",
-                          words.reply(event.sender.login, sections))
+        body = words.reply(event.sender.login, sections)
+        where = f"{event.repo.lower()}#{event.number}"
+        digest = hashlib.sha256(body.encode()).hexdigest()[:24]
+        posted = self.settings.key("replied", where, str(event.comment.id))
+        with self.store.claimed("reply", where, str(event.comment.id)) as ours:
+            if not ours or text_of(self.store.redis.get(posted) or b"") == digest:
+                return
+            gh.upsert_comment(event.repo, event.number, f"reply={event.comment.id}", body)
+            self.store.redis.set(posted, digest, ex=2 * 24 * 3600)
 
     def _thread_event(self, event: ThreadEvent) -> None:
         gh = self.github(event.installation_id)
@@ -116,96 +185,73 @@ class Triage:
         request = parse_report(thread.body.encode(), title=thread.title, repo=event.repo)
         will_run = False
         notes: list[str] = []
-        if (request.in_scope and handlers.triage_may_run(event, config)
-                and self._allowed(gh, event.repo, event.sender.login, config)):
+        if request.in_scope and handlers.triage_may_run(event, config):
+            facts = self._facts(gh, event, config, {"repro"}, thread)
             trigger = f"{event.event}-{event.action}-{event.label or ''}"
-            answer = self._start(gh, event, thread, config, trigger, "repro", ReproOptions())
-            will_run = answer is None
-            if answer:
-                notes.append(answer)
+            actions = (decisions.repro.start(facts, trigger, "repro", ReproOptions())
+                       if facts.may_run else [])
+            for action in actions:
+                if isinstance(action, StartJob):
+                    busy = self._start(gh, action)
+                    will_run = busy is None
+                    notes += [busy] if busy else []
+                elif isinstance(action, Reply):
+                    notes.append(action.text)
         summary = words.triage_summary(request, command_name=self.settings.command_name,
                                        will_run=will_run, is_pr=thread.is_pr,
                                        head_sha=thread.head_sha)
         body = "\n\n".join([summary, *notes])
         gh.upsert_comment(event.repo, event.number, f"triage={event.number}", body)
 
-    # --- commands ------------------------------------------------------------------------
-    def _repro(self, gh: GitHubClient, event: ThreadEvent, config: RepoConfig,
-               command: Command) -> str | None:
-        """Start the job a `repro` asks for; a message when it cannot start, else None."""
-        assert event.comment is not None
-        thread = gh.read_thread(event.repo, event.number)
-        return self._start(gh, event, thread, config, f"comment-{event.comment.id}",
-                           command.text, command.options or ReproOptions())
-
-    def _start(self, gh: GitHubClient, event: ThreadEvent, thread: Thread, config: RepoConfig,
-               trigger: str, command: str, options: ReproOptions) -> str | None:
-        merged = merge_options(config.default_options(), options)
-        # The thread as it is now, not as the (possibly old) payload had it.
-        request = parse_report(thread.body.encode(), title=thread.title, repo=event.repo)
-        try:
-            plan = build_plan(request, merged, budget=config.budget(), policy=config.policy())
-        except PlanRejected as exc:
-            return words.plan_refused(str(exc))
-        refused = handlers.models_not_allowed(plan, config)
-        if refused:
-            return words.plan_refused(
-                f"{', '.join(refused)} is not on this repository's model allowlist "
-                f"(`[models] allow` in {CONFIG_PATH})")
-        if plan.gpu_kind not in self.settings.gpu_kinds:
-            return words.plan_refused(
-                f"no runner here serves GPU kind {plan.gpu_kind!r}; available: "
-                f"{', '.join(self.settings.gpu_kinds)} (choose one with gpu=)")
-        used = self.store.gpu_seconds_today(event.repo)
-        allowed = config.budget_section.gpu_minutes_per_day * 60
-        if used + plan.estimated_seconds > allowed:
-            return words.plan_refused(
-                f"today's GPU budget for this repository is {allowed / 60:.0f} min; "
-                f"{used / 60:.0f} min are used and this plan needs about "
-                f"{plan.estimated_seconds / 60:.0f} min")
-        notes = []
-        if thread.is_pr and merged.version is None:
-            notes.append("PR head commits have no prebuilt wheel; this runs "
-                         f"{plan.engine} {plan.engine_version or 'latest'}. Name other "
-                         "releases with version=.")
-        record = JobRecord(
-            id=job_id(event.repo, event.number, trigger, command), repo=event.repo,
-            number=event.number, installation_id=event.installation_id, is_pr=thread.is_pr,
-            title=thread.title[:300], trigger=trigger, requester=event.sender.login,
-            command=command, plan_hash=plan.plan_hash, gpu_kind=plan.gpu_kind,
-            cells=len(plan.cells), estimated_s=plan.estimated_seconds, margin=config.margin())
-        created = self.store.create(record, plan, request)
+    # --- jobs ----------------------------------------------------------------------------
+    def _start(self, gh: GitHubClient, action: StartJob) -> str | None:
+        """Create the job and acknowledge it; a reply when another job is live, else None."""
+        created = self.store.create(action.record, action.plan, action.request)
         if created.status == "busy":
-            return words.busy(created.job, self.job_url(created.job.id))
-        self._acknowledge_and_enqueue(gh, created.job, notes)
+            return words.busy(created.job, self.job_url(created.job))
+        self._acknowledge_and_enqueue(gh, created.job, list(action.notes))
         return None
 
     def _acknowledge_and_enqueue(self, gh: GitHubClient, job: JobRecord,
                                  notes: list[str]) -> None:
-        """Post the job's comment and queue it; safe to repeat after a crash midway."""
+        """Post the job's comment and queue it, once.
+
+        Concurrent deliveries of one comment (GitHub redelivers, edits re-fire) all reach
+        here with the same job: the claim lets one of them post and enqueue, and the others
+        add nothing. A holder that crashed midway leaves the claim to expire and the job
+        not `enqueued`, so a redelivery finishes the step.
+        """
         if job.state != "queued" or job.enqueued:
             return
-        plan = self.store.plan(job.id)
-        ahead, wait_s = self.store.queue_position(job)
-        body = words.acknowledgement(job, plan, ahead, wait_s, self.job_url(job.id), notes)
-        comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
-                                       job.comment_id)
-        self.store.set(job.id, comment_id=comment_id)
-        self.celery.send_task(names.RUN_JOB, args=[job.id],
-                              queue=self.settings.queue_for(job.gpu_kind),
-                              task_id=f"job-{job.id}-{uuid.uuid4().hex[:8]}",
-                              ignore_result=True)
-        self.store.set(job.id, enqueued=True)
+        with self.store.claimed("acknowledge", job.id) as ours:
+            if not ours:
+                return
+            job = self.store.require(job.id)
+            if job.state != "queued" or job.enqueued:
+                return
+            plan = self.store.plan(job.id)
+            ahead, wait_s = self.store.queue_position(job)
+            body = words.acknowledgement(job, plan, ahead, wait_s, self.job_url(job), notes,
+                                         runner_live=self._runner_live(job.gpu_kind))
+            comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
+                                           job.comment_id)
+            self.store.set(job.id, comment_id=comment_id)
+            self.celery.send_task(names.RUN_JOB, args=[job.id],
+                                  queue=self.settings.queue_for(job.gpu_kind),
+                                  task_id=f"job-{job.id}-{uuid.uuid4().hex[:8]}",
+                                  ignore_result=True)
+            self.store.set(job.id, enqueued=True)
 
-    def _cancel(self, event: ThreadEvent, actor: str) -> str:
-        active = [j for j in self.store.thread_jobs(event.repo, event.number) if not j.terminal]
-        for job in active:
-            record = self.store.request_cancel(job.id, actor)
+    def _runner_live(self, gpu_kind: str) -> bool:
+        return gpu_kind in self.store.live_runner_kinds(self.settings.worker_heartbeat_max_age_s)
+
+    def _cancel(self, ids: tuple[str, ...], actor: str) -> None:
+        for id_ in ids:
+            record = self.store.request_cancel(id_, actor)
             if record.state == "cancelled":
                 # Queued: no worker will pick it up, so say so on its comment now.
-                self.celery.send_task(names.PUBLISH, args=[job.id],
+                self.celery.send_task(names.PUBLISH, args=[id_],
                                       queue=names.TRIAGE_QUEUE, ignore_result=True)
-        return words.cancelled_jobs(active)
 
     # --- facts from GitHub, cached --------------------------------------------------------
     def _cached(self, key: str, ttl_s: int, fetch: Callable[[], str | None]) -> str | None:
@@ -249,8 +295,8 @@ class Triage:
         return bool(self.store.redis.set(key, "1", nx=True, ex=2 * 24 * 3600))
 
     # --- the job's comment ----------------------------------------------------------------
-    def job_url(self, id_: str) -> str:
-        return f"{self.settings.public_url.rstrip('/')}/jobs/{id_}"
+    def job_url(self, job: JobRecord) -> str:
+        return links.job_url(self.settings, job)
 
     @contextmanager
     def _comment_lock(self, id_: str) -> Iterator[None]:
@@ -275,7 +321,7 @@ class Triage:
                 return
             gh = self.github(job.installation_id)
             comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}",
-                                           words.progress(job, self.job_url(job.id)),
+                                           words.progress(job, self.job_url(job)),
                                            job.comment_id)
             self.store.set(id_, comment_id=comment_id, progress_posted_at=time.time())
 
@@ -293,7 +339,7 @@ class Triage:
             if job is None or job.published:
                 return
             gh = self.github(job.installation_id)
-            body = words.final(job, self.store.report(id_), self.job_url(id_))
+            body = words.final(job, self.store.report(id_), self.job_url(job))
             comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
                                            job.comment_id)
             self.store.set(id_, comment_id=comment_id)
@@ -309,7 +355,9 @@ class Triage:
         if label:
             gh.add_labels(job.repo, job.number, [label])
         if job.trigger.startswith("comment-"):
-            reaction = {"done": "rocket", "failed": "confused"}.get(job.state)
+            # A job that ran but whose outcome is `error` (every run failed) is no success.
+            state = "failed" if job.outcome == "error" else job.state
+            reaction = {"done": "rocket", "failed": "confused"}.get(state)
             if reaction:
                 gh.react(job.repo, int(job.trigger.removeprefix("comment-")), reaction)
 

@@ -1,0 +1,50 @@
+"""What a decision asks the executor to do. Frozen data: deciding never touches anything.
+
+The executor (`triagebot.workers.triage`) applies them idempotently: one consolidated
+reply per comment, reactions GitHub itself dedupes, a job created once and acknowledged
+under a claim, cancels that are no-ops the second time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from triagebot.jobs import JobRecord
+from triagebot.model import Plan, ReproRequest
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One section of the single reply to the comment."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Refuse:
+    """A polite refusal, posted at most once per user, thread and day (no spam lever)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class React:
+    content: str
+
+
+@dataclass(frozen=True)
+class StartJob:
+    """Create the job (unless it exists), post its comment and queue it, once."""
+
+    record: JobRecord
+    plan: Plan
+    request: ReproRequest
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class CancelJobs:
+    ids: tuple[str, ...]
+
+
+Action = Reply | Refuse | React | StartJob | CancelJobs

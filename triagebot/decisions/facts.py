@@ -1,0 +1,30 @@
+"""What a decision may read: gathered by the executor from GitHub and Redis beforehand."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from triagebot.events import ThreadEvent
+from triagebot.github import Thread
+from triagebot.jobs import JobRecord
+from triagebot.repo_config import RepoConfig
+
+
+@dataclass(frozen=True)
+class Facts:
+    event: ThreadEvent
+    command_name: str
+    config: RepoConfig
+    # The sender may start GPU work here (permission, the config's lists or teams).
+    may_run: bool
+    # The thread's jobs, newest first, and their page links.
+    jobs: tuple[JobRecord, ...]
+    job_urls: Mapping[str, str]
+    # The thread as it is now (read only when a command needs it).
+    thread: Thread | None
+    # Runner kinds this deployment serves, and the repo's GPU seconds used today (UTC).
+    gpu_kinds: tuple[str, ...]
+    gpu_seconds_used: float
+    # The key job ids are made with (`triagebot.jobs.job_id`).
+    id_key: bytes

@@ -1,0 +1,12 @@
+"""`status`: the thread's jobs and where each stands."""
+
+from __future__ import annotations
+
+from triagebot.commands import Command
+from triagebot.decisions.actions import Action, Reply
+from triagebot.decisions.facts import Facts
+from triagebot.report import thread as words
+
+
+def decide(command: Command, facts: Facts) -> list[Action]:
+    return [Reply(words.status(facts.jobs, facts.job_urls))]
