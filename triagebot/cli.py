@@ -386,7 +386,7 @@ app.add_typer(engines_app, name="engines")
 @engines_app.command("refresh-vllm")
 def refresh_vllm(
     versions: Annotated[list[str] | None, typer.Argument(
-        help="Releases (0.17.1) or local wheel paths; default: every release 0.10-0.33.")] = None,
+        help="Releases (0.17.1) or local wheel paths; default: every release 0.8.5-0.33.")] = None,
     out: Annotated[Path | None, typer.Option(help="Table to write; default: the one shipped "
                                                   "in the package.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Wheel cache directory.")] = None,
@@ -413,7 +413,7 @@ def vllm_keys(
     from triagebot.engines import vllm_catalog as cat
 
     try:
-        release = cat.resolve_release(version)
+        release = cat.nearest_release(version)
     except cat.UnknownRelease as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(EXIT_USAGE) from None

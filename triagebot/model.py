@@ -167,6 +167,9 @@ class ReproRequest(_Model):
     classification: Classification = Field(default_factory=Classification)
     evidence: dict[str, list[Evidence]] = Field(default_factory=dict)
     missing: list[str] = Field(default_factory=list)
+    # Values the thread offers for a missing field without saying they ran (a draft
+    # checkpoint named in passing): what a refusal can suggest, never what a plan uses.
+    suggestions: dict[str, list[str]] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     source: SourceInfo = Field(default_factory=SourceInfo)
 

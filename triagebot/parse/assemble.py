@@ -126,6 +126,10 @@ def resolve(a: Assembler, dump: envdump.EnvDump, numbers: list[ReportedNumber]) 
     req.arms = _arms(a)
     req.workload = _workload(a)
     req.missing = _missing(req)
+    if "draft_models" in req.missing:
+        req.suggestions["draft_models"] = _draft_suggestions(a)
+        if not req.suggestions["draft_models"]:
+            del req.suggestions["draft_models"]
     req.source = SourceInfo(title=a.doc.title, repo=a.repo, chars=a.doc.chars,
                             lines=len(a.doc.lines), scraped_page=a.doc.scraped,
                             truncated=a.doc.truncated)
@@ -646,6 +650,27 @@ def _workload(a: Assembler) -> Workload:
         w.image_inputs = single([as_int(v.get("image"), 0) for v in limits])
         w.video_inputs = single([as_int(v.get("video"), 0) for v in limits])
     return w
+
+
+_ANY_HF_ID_RE = re.compile(r"(?<![\w/.:-])([A-Za-z0-9][\w.-]{1,60}/[A-Za-z0-9][\w.+-]{2,90})"
+                           r"(?![\w/])")
+_DRAFTISH_RE = re.compile(r"eagle|draft|speculator|medusa|dflash|assistant", re.I)
+
+
+def _draft_suggestions(a: Assembler) -> list[str]:
+    """Checkpoints anywhere in the thread whose name says they are drafts, for a method
+    that needs one when no run or sentence says which draft ran."""
+    found: list[str] = []
+    targets = {m.lower() for m in a.req.models}
+    for line in a.doc.body_lines:
+        if "/" not in line or "github.com" in line:
+            continue
+        for m in _ANY_HF_ID_RE.finditer(line):
+            name = canonical_model(m.group(1).rstrip(".,;:"))
+            if name and _DRAFTISH_RE.search(name.split("/")[-1]) and \
+                    name.lower() not in targets and name not in found:
+                found.append(name)
+    return found[:3]
 
 
 def _missing(req: ReproRequest) -> list[str]:
