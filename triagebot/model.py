@@ -29,6 +29,7 @@ Symptom = Literal[
     "acceptance_drop",
     "crash",
     "regression_between_versions",
+    "accuracy",  # outputs or eval scores change: a correctness question, not speed
     "other",
 ]
 Modality = Literal["text", "image", "video"]

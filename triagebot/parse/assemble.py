@@ -104,7 +104,7 @@ def resolve(a: Assembler, dump: envdump.EnvDump, numbers: list[ReportedNumber]) 
     env, env_evidence = dump.environment, dump.evidence
     lines = list(prose.iter_lines(a.doc.title, a.doc.body_lines))
     for fn in (prose.engine_mentions, prose.versions, prose.models, prose.gpus, prose.numbers,
-               prose.table_spec_tokens):
+               prose.table_spec_tokens, prose.table_models):
         fn(lines, a.facts)
     a.add_run_facts()
 
@@ -234,6 +234,10 @@ def _models(a: Assembler) -> None:
         if name:
             drafts.append((name, f))
     engine_models = [f for f in a.values("model", engine_side_only=True)]
+    # transformers loads the assistant with from_pretrained too: that load is the draft's.
+    draft_ids = {n.lower() for n, _ in drafts}
+    engine_models = [f for f in engine_models if not (
+        "from_pretrained" in f.text and (canonical_model(f.value) or "").lower() in draft_ids)]
     client_models = [f for f in a.values("model") if f not in engine_models]
     targets: list[tuple[str, Fact]] = []
     for f in engine_models or client_models:
@@ -452,12 +456,33 @@ def _classify(a: Assembler, numbers: list[ReportedNumber]) -> None:
         traceback="Traceback (most recent call last)" in body,
     )
     v = classify.classify(a.doc.title or "", body, signals)
+    if v.in_scope and v.symptom is None:
+        v.symptom, v.symptom_reasons = _symptom_from_numbers(a.req, v.is_spec)
     a.req.in_scope = v.in_scope
     a.req.is_spec_decode_perf_report = v.is_spec
     a.req.symptom = v.symptom  # type: ignore[assignment]
     a.req.classification = Classification(
         in_scope_reasons=v.in_scope_reasons, spec_reasons=v.spec_reasons,
         out_of_scope_reasons=v.out_of_scope_reasons, symptom_reasons=v.symptom_reasons)
+
+
+def _symptom_from_numbers(req: ReproRequest, spec: bool) -> tuple[str | None, list[str]]:
+    """A problem stated only by the numbers: the spec arm's tok/s below the baseline's,
+    or the graph arm's below eager's. Only arms whose names say which is which count."""
+    speeds: dict[str, list[tuple[float, str]]] = {}
+    for num in req.reported:
+        if num.metric == "output_tok_s" and num.arm:
+            for kind in arm_kinds(num.arm):
+                speeds.setdefault(kind, []).append((num.value, num.arm))
+    for on, off, symptom in (("spec", "no_spec", "spec_slower_than_baseline"),
+                             ("cudagraph", "eager", "graph_slower_than_eager")):
+        if (on == "spec" and not spec) or not speeds.get(on) or not speeds.get(off):
+            continue
+        slow, fast = max(speeds[on]), max(speeds[off])
+        if slow[0] < fast[0]:
+            return symptom, [f"the numbers: {slow[1]!r} {slow[0]:g} tok/s < {fast[1]!r} "
+                             f"{fast[0]:g} tok/s"]
+    return None, []
 
 
 _ENCODER_RE = re.compile(r"\bvit\b|vision (?:encoder|tower)|mm[-_ ]encoder|encoder[-_ ]"
@@ -474,6 +499,43 @@ _FUTURE_RE = re.compile(r"upcoming|follow[- ]up|future|next pr|another pr|will b
                         r"todo|later", re.I)
 _NO_SPEC_ARM_RE = re.compile(r"\bno[-_ ]?(?:spec|mtp|eagle|draft|sd)\b|baseline|without|w/o|"
                              r"vanilla|^main$|disabled?", re.I)
+# How a results row, a labelled block or a table names its arm. An arm name that says
+# "no MTP" or "baseline" is a run without speculation; one naming a method is a run with.
+_ARM_NO_SPEC_RE = re.compile(
+    r"\bno[-_ ]?(?:spec\w*|mtp|eagle\d?|draft|sd|ngram)\b|\bbaseline\b|\bwithout\b|"
+    r"\bw/o\b|\bvanilla\b|\bplain\b|^\s*(?:off|none|disabled?|target(?: only)?|ar|"
+    r"autoregressive|no)\s*$|\bdisabled?\b|\bnon[-_ ]spec", re.I)
+_ARM_SPEC_RE = re.compile(
+    r"spec(?:ulat\w*|[-_ ]?dec\w*)?\b|\bmtp\d?\b|\beagle[-_]?\d?\b|\bn-?gram\b|\bdraft\b|"
+    r"\bmedusa\b|\bdflash\b|\bsuffix\b|\bnextn\b|prompt[-_ ]lookup|\bk\s?=\s?\d", re.I)
+_ARM_EAGER_RE = re.compile(r"\beager\b|no[-_ ]?(?:cuda[-_ ]?)?graphs?\b|"
+                           r"(?:cuda[-_ ]?graphs?|cudagraphs?)[-_ :=]*(?:off|none|disabled?)\b",
+                           re.I)
+_ARM_GRAPH_RE = re.compile(r"(?<!no )(?<!no-)(?<!no_)\b(?:cuda[-_ ]?graphs?|cudagraphs?|"
+                           r"graph mode|graphs? on)\b", re.I)
+
+
+def arm_kinds(name: str) -> set[str]:
+    """The execution modes an arm's own name states: `spec`/`no_spec`, `eager`/`cudagraph`."""
+    kinds: set[str] = set()
+    if _ARM_NO_SPEC_RE.search(name):
+        kinds.add("no_spec")
+    elif _ARM_SPEC_RE.search(name):
+        kinds.add("spec")
+    if _ARM_EAGER_RE.search(name):
+        kinds.add("eager")
+    elif _ARM_GRAPH_RE.search(name):
+        kinds.add("cudagraph")
+    return kinds
+
+
+def _reported_arms(req: ReproRequest) -> dict[str, tuple[set[str], ReportedNumber]]:
+    """Arm names from results tables, labelled blocks and result lines, with their kinds."""
+    arms: dict[str, tuple[set[str], ReportedNumber]] = {}
+    for num in req.reported:
+        if num.arm and num.arm not in arms:
+            arms[num.arm] = (arm_kinds(num.arm), num)
+    return arms
 
 
 def _modes(a: Assembler) -> None:
@@ -486,6 +548,7 @@ def _modes(a: Assembler) -> None:
                                                  for k in f.value)
                for f in a.values("compilation_config"))
     modes: dict[str, Fact | None] = {}
+    arm_modes: dict[str, Fact] = {}
 
     def add(mode: str, fact: Fact | None) -> None:
         if encoder and mode in ("eager", "cudagraph", "full", "piecewise"):
@@ -506,20 +569,47 @@ def _modes(a: Assembler) -> None:
         add("no_spec", None)
     for f in a.values("enforce_eager"):
         add("eager" if as_bool(f.value) else "cudagraph", f)
+    # Two invocations of one program, one with --enforce-eager and one without: the
+    # difference between them is the axis.
+    eager_runs = [r for r in engine_runs if "enforce_eager" in r.settings
+                  and as_bool(r.get("enforce_eager"))]
+    graph_runs = [r for r in engine_runs if "enforce_eager" not in r.settings
+                  and any(e.origin == r.origin for e in eager_runs)]
+    if graph_runs:
+        add("cudagraph", Fact("mode", "cudagraph", graph_runs[0].line, graph_runs[0].text,
+                              "cmdline"))
+    # A graph mode set in a config is a mode compared only when runs differ in it; one
+    # value on every run is the setting, not a comparison.
+    config_modes: list[tuple[str, Fact]] = []
     for f in a.values("compilation_config"):
         if isinstance(f.value, dict) and "cudagraph_mode" in f.value:
             mode = canonical_mode(str(f.value["cudagraph_mode"]))
             if mode:
-                add(mode, f)
+                config_modes.append((mode, f))
     for f in a.values("cudagraph_mode"):
         mode = canonical_mode(str(f.value))
         if mode:
+            config_modes.append((mode, f))
+    if len({m for m, _ in config_modes}) > 1 or modes.keys() & {"eager", "cudagraph"}:
+        for mode, f in config_modes:
             add(mode, f)
+    config_lines = {f.line for _, f in config_modes}
+    for name, (kinds, num) in _reported_arms(req).items():
+        for kind in kinds:
+            arm_fact = Fact("mode", kind, num.evidence.line if num.evidence else 0,
+                            num.evidence.text if num.evidence else name, "results")
+            arm_modes.setdefault(kind, arm_fact)
+    for pair in (("spec", "no_spec"), ("eager", "cudagraph")):
+        if all(k in arm_modes for k in pair):
+            for k in pair:
+                add(k, arm_modes[k])
     if a.values("encoder_graph"):
         add("cudagraph", _first(a.values("encoder_graph")))
     if req.in_scope:
         qualified = False
         for no, t in text_lines:
+            if no in config_lines:
+                continue  # the config's own value, counted above only when runs differ
             if _FULL_RE.search(t):
                 add("full", Fact("mode", "full", no, t, "prose"))
                 qualified = True
@@ -538,6 +628,9 @@ def _modes(a: Assembler) -> None:
                      re.I) and "full" not in modes and "piecewise" not in modes:
             add("eager", Fact("mode", "eager", 0, title, "title", "title"))
             add("cudagraph", Fact("mode", "cudagraph", 0, title, "title", "title"))
+    if "no_spec" in modes and "spec" not in modes and req.spec_method:
+        # A baseline without speculation is compared with the method the report names.
+        add("spec", _first(a.values("spec_config") + a.values("method")))
     order = ["spec", "no_spec", "eager", "cudagraph", "piecewise", "full", "vit_eager",
              "vit_cudagraph"]
     req.modes_compared = [m for m in order if m in modes]  # type: ignore[misc]
@@ -554,10 +647,11 @@ def _first(facts: list[Fact]) -> Fact | None:
 
 
 _IMAGE_RE = re.compile(r"image_url|\"image\"\s*:\s*[1-9]|image=[1-9]|multi_modal_data=\{\s*"
-                       r"['\"]image|--modality image|<image>|visionarena|mmmu|\bimages?\b.*"
-                       r"(?:input|prompt)", re.I)
+                       r"['\"]image|['\"]multi_modal_data['\"]\s*:\s*\{\s*['\"]image|"
+                       r"\bimages?=[A-Za-z_\[]|PIL\.Image|Image\.open\(|--modality image|"
+                       r"<image>|visionarena|mmmu|\bimages?\b.*(?:input|prompt)", re.I)
 _VIDEO_RE = re.compile(r"video_url|\"video\"\s*:\s*[1-9]|video=[1-9]|--modality video|"
-                       r"['\"]video['\"]\s*:\s*\[", re.I)
+                       r"['\"]video['\"]\s*:\s*(?:\[|[A-Za-z_])|\bvideos?=[A-Za-z_\[]", re.I)
 _VLM_RE = re.compile(r"\bVLM\b|-VL\b|-VL-|\bOCR\b|vision|multimodal|multi-modal|--mllm|"
                      r"\bmllm\b|\d+V\b|\d+V-", re.I)
 

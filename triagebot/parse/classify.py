@@ -102,12 +102,21 @@ ACCEPT_DROP_RE = _rx(
 GRAPH_SLOWER_RE = _rx(
     r"(?:cuda[-_ ]?graphs?|cudagraphs?|graph mode|\bgraphs?\b)[^.\n]{0,60}\b(?:slower|worse) "
     r"than (?:the )?(?:eager|enforce|--enforce)|eager[^.\n]{0,40}faster than[^.\n]{0,20}"
-    r"(?:cuda ?graph|cudagraph|graph)"
+    r"(?:cuda ?graph|cudagraph|graph)|faster (?:with|in|using|under) [^.\n]{0,20}eager"
+    r"[^.\n]{0,20} than [^.\n]{0,20}(?:cuda ?graph|cudagraph|graph)"
 )
 BUG_RE = _rx(
     r"\bbug(?:fix)?\b|\bfix(?:es|ed)?\b|misleading|\bno-?op\b|silently|\bbypass\w*|\bbroken\b|"
     r"\bincorrect\b|\bwrong\b|\bnever\b|\bunexpected\w*|\bnot (?:work|captured|applied|used)|"
     r"\bunchanged\b|\bidentical\b"
+)
+# Output quality rather than speed: eval scores, outputs that differ between arms.
+ACCURACY_RE = _rx(
+    r"\baccuracy\b|\bexact[ _]match\b|\bgsm8k\b|\bmmlu\b|\bhumaneval\b|lm[-_]eval|"
+    r"\beval(?:uation)? scores?\b|outputs? (?:differ|diverge|mismatch|change)\w*|"
+    r"(?:not|aren't|isn't|are not|is not) (?:the same|identical)|\bcorrectness\b|"
+    r"\bgibberish\b|\bgarbage (?:output|text)|wrong (?:answers?|outputs?|tokens?)|"
+    r"\bdifferent (?:outputs?|results|text|answers?)\b"
 )
 FEATURE_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:support|add|apply|implement|enable|"
                        r"introduce|use|optimi[sz]e|speed ?up|accelerate|refactor|expose)\b")
@@ -154,8 +163,18 @@ def classify(title: str, body: str, signals: Signals) -> Verdict:
     graph_crash = crash and bool(_hits(GRAPH_CRASH_RE, _prose_only(body) + "\n" + title, 1))
     perf = bool(perf_words) or signals.has_numbers or graph_crash
 
+    accuracy = _hits(ACCURACY_RE, _prose_only(body) + "\n" + title, 1)
+    speed_asked = bool(_hits(PERF_RE, title, 1)) or signals.has_numbers
     if not (spec or graph):
         v.out_of_scope_reasons.append("neither speculative decoding nor CUDA graphs are involved")
+    elif accuracy and not speed_asked and not graph_crash:
+        v.out_of_scope_reasons.append(f"a question about output quality ({accuracy[0]!r}), "
+                                      "not speed")
+    elif perf and not graph_crash and not (signals.has_numbers or signals.spec_configured
+                                           or signals.graph_configured) \
+            and not _together(title, body):
+        v.out_of_scope_reasons.append("speculative decoding or CUDA graphs are only "
+                                      "mentioned: no paragraph ties them to a measurement")
     elif not perf and not (graph and not crash):
         v.out_of_scope_reasons.append("no performance, acceptance or graph-capture problem is "
                                       "described")
@@ -182,6 +201,20 @@ def classify(title: str, body: str, signals: Signals) -> Verdict:
     return v
 
 
+def _together(title: str, body: str) -> bool:
+    """Whether the title, or a line with its neighbours, names speculation or graphs and
+    speed together: a roadmap listing "speculative decoding" two items away from "faster
+    adapter swaps" does not."""
+    lines = body.splitlines()
+    for i, line in enumerate([title, *lines]):
+        if not (SPEC_RE.search(line) or GRAPH_RE.search(line)):
+            continue
+        window = line if i == 0 else "\n".join(lines[max(0, i - 2):i + 1])
+        if PERF_RE.search(window) or PERF_RE.search(title):
+            return True
+    return False
+
+
 def _prose_only(body: str) -> str:
     """Body without traceback frames and log prefixes, where file paths name everything."""
     return "\n".join(ln for ln in body.splitlines()
@@ -201,6 +234,8 @@ def _symptom(title: str, body: str, spec: bool, graph: bool, crash: bool,
         base = _hits(BASELINE_RE, text, 1)
         return "spec_slower_than_baseline", [
             f"slower with speculation: {slower[0]!r}" + (f" vs {base[0]!r}" if base else "")]
+    if (hit := _hits(ACCURACY_RE, f"{title}\n{prose}", 1)) and not slower:
+        return "accuracy", [f"output quality, not speed: {hit[0]!r}"]
     if (hit := _hits(VERSION_REGRESSION_RE, text, 1)):
         return "regression_between_versions", [f"a version upgrade is blamed: {hit[0]!r}"]
     # A crash needs error output or a title that says so; "rather than let it crash" in a

@@ -51,7 +51,8 @@ _ENGINE_VERSION_RE = re.compile(
 _LLAMA_BUILD_RE = re.compile(r"(?:llama\.cpp|\bbuild)\W{0,3}(?:build\W{0,3})?(?:version\W{0,3})?"
                              r"(b\d{4,5})\b", re.I)
 _BARE_V_VERSION_RE = re.compile(r"(?<![\w.=/-])v(\d+\.\d+\.\d+(?:(?:rc)\d+)?)(?!\w|\.\w)")
-_FROM_TO_RE = re.compile(r"\bfrom\s+" + _VER + r"\s+to\s+" + _VER + r"(?!\w|\.\w)", re.I)
+_FROM_TO_RE = re.compile(r"(?:\bfrom|\bupgrad\w*|\bupdat\w*)\s+(?:vllm\s+|sglang\s+)?"
+                         + _VER + r"\s+(?:to|->|→)\s+" + _VER + r"(?!\w|\.\w)", re.I)
 _LATEST_RE = re.compile(r"\blatest(?:\s+version)?\s*\(?\s*" + _VER + r"(?!\w|\.\w)", re.I)
 _LIST_VERSION_RE = re.compile(_VER + r"(?!\w|\.\w)")
 _OTHER_PACKAGE_RE = re.compile(
@@ -172,6 +173,11 @@ _GPU_COUNT_RE = re.compile(
     re.I,
 )
 _GPU_N_RE = re.compile(r"(?<![\w.])(\d{1,2})\s?(?:x\s?)?GPUs?\b", re.I)
+# "two H20 GPUs", "four A100 cards": a count in words right before a device and its noun.
+_COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "six": 6, "eight": 8, "sixteen": 16}
+_GPU_WORD_COUNT_RE = re.compile(
+    r"\b(two|three|four|six|eight|sixteen)\s+(?:NVIDIA\s+)?(?:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?|H20|"
+    r"L4|L40S?|RTX\s?\d{4}|MI\d{3}X?)\w*(?:\s\w+)?\s+(?:GPUs?|cards?|devices?)\b", re.I)
 # Words that make an A/B/H/L-number token something other than a GPU.
 _NOT_GPU_CONTEXT = re.compile(r"(\w-|A3B|layer|head|step|size)$", re.I)
 
@@ -189,6 +195,8 @@ def gpus(lines: list[Line], facts: Facts) -> None:
             facts.add("gpu", name, no, text, "prose", kind)
         for m in _GPU_COUNT_RE.finditer(text):
             facts.add("gpu_count", int(m.group(1)), no, text, "prose", kind)
+        for m in _GPU_WORD_COUNT_RE.finditer(text):
+            facts.add("gpu_count", _COUNT_WORDS[m.group(1).lower()], no, text, "prose", kind)
         for m in _GPU_N_RE.finditer(text):
             n = int(m.group(1))
             if 0 < n <= 64:
@@ -208,7 +216,7 @@ _TP_RE = re.compile(r"(?<![\w-])(?:TP|tp)\s?(?:=|:|\s)\s?" + _INT + r"\b|\bTP" +
 _DP_RE = re.compile(r"(?<![\w-])(?:DP|dp)\s?(?:=|:)\s?" + _INT + r"\b|"
                     r"data[- ]parallel(?:ism|[- ]size)?\s*(?:of|=|:)\s*" + _INT + r"\b", re.I)
 _K_RE = re.compile(
-    r"\bnum_speculative_tokens\s*(?:=|:)\s*" + _INT + r"\b|"
+    r"\bnum_speculative_tokens[\"']?\s*(?:=|:)\s*" + _INT + r"\b|"
     r"\b(?:num[_-])?spec(?:ulative)?[_-]?(?:tokens|len|k)\s*(?:=|:)\s*" + _INT + r"\b|"
     r"(?<![\w-])MTP-?" + r"([1-9])\b|"
     r"(?<![\w-])[kK]\s?=\s?" + r"([1-9]\d?)\b|"
@@ -288,6 +296,35 @@ def table_spec_tokens(lines: list[Line], facts: Facts) -> None:
             m = re.match(r"\s*([1-9]\d?)\b", cells[column])
             if m:
                 facts.add("k", int(m.group(1)), no, text, "prose", kind)
+
+
+_ID_CELL_RE = re.compile(r"^`?([A-Za-z0-9][\w.-]{0,60}/[A-Za-z0-9][\w.+-]{0,80})`?$")
+_DRAFT_HEADER_RE = re.compile(r"draft|eagle|spec|assistant|head|medusa|dflash", re.I)
+
+
+def table_models(lines: list[Line], facts: Facts) -> None:
+    """Model ids that fill a table cell of their own (one row per target, or a target and
+    its draft per row); a column headed `draft`/`EAGLE head` holds drafts."""
+    header: list[str] | None = None
+    for no, text, kind in lines:
+        if kind == "title":
+            continue
+        cells = _cells(text)
+        if cells is None:
+            header = None
+            continue
+        if header is None:
+            header = cells
+            continue
+        for i, cell in enumerate(cells):
+            m = _ID_CELL_RE.match(cell)
+            name = canonical_model(m.group(1)) if m else None
+            if not name or "/" not in name:
+                continue
+            head = header[i] if i < len(header) else ""
+            is_draft = bool(_DRAFT_HEADER_RE.search(head) or _DRAFT_NAME_RE.search(name))
+            facts.add("draft_prose" if is_draft else "model_prose", name, no, text, "prose",
+                      kind)
 
 
 def _cells(text: str) -> list[str] | None:

@@ -118,11 +118,21 @@ def _scalar(value: str) -> Any:
     return v
 
 
-def from_python(facts: pycode.PyFacts) -> tuple[list[RunConfig], RunConfig]:
+def from_python(facts: pycode.PyFacts,
+                lines: list[str] | None = None) -> tuple[list[RunConfig], RunConfig]:
     """Engine runs from Python, and one pseudo-run holding sampling/generate settings."""
     runs: list[RunConfig] = []
     sampling = RunConfig("sampling", 0, "", engine_side=False, source="python")
     names = {a.name: a.value for a in facts.assigns if not a.name.startswith("env:")}
+    # `assistant = AutoModelForCausalLM.from_pretrained("org/small")` then
+    # `generate(..., assistant_model=assistant)`: the name stands for that checkpoint.
+    for call in facts.calls:
+        source = lines[call.line - 1] if lines and 0 < call.line <= len(lines) else ""
+        bound = _BOUND_NAME_RE.match(source)
+        if bound and call.func.endswith("from_pretrained") and call.args and \
+                isinstance(call.args[0], str) and not _is_expr(call.args[0]) and \
+                _is_expr(names.get(bound.group(1), "<expr")):
+            names[bound.group(1)] = call.args[0]
     for call in facts.calls:
         short = call.func.split(".")[-1]
         kwargs = {k: _resolve(v, names) for k, v in call.kwargs.items()}
@@ -159,6 +169,7 @@ def from_python(facts: pycode.PyFacts) -> tuple[list[RunConfig], RunConfig]:
 
 
 _NAME_EXPR_RE = re.compile(r"<expr: ([A-Za-z_]\w*)>")
+_BOUND_NAME_RE = re.compile(r"\s*([A-Za-z_]\w*)\s*=(?!=)")
 
 
 def _resolve(value: Any, names: dict[str, Any]) -> Any:

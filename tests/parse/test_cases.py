@@ -1,0 +1,48 @@
+"""Labelled reports written for this project (tests/parse/cases/), in the shapes real
+threads take: scope decided by the question, modes read from tables and command pairs,
+symptoms stated only by numbers, multimodal inputs only in code. Each case states only
+the fields it is about; `../shared/parse-dev` stays the held-out check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.parse.test_reports import _check
+from triagebot.parse import parse_report
+
+CASES_DIR = Path(__file__).parent / "cases"
+CASES = sorted(CASES_DIR.glob("*.md"))
+
+
+def _spec(path: Path) -> dict[str, Any]:
+    spec: dict[str, Any] = json.loads(path.with_suffix(".expect.json").read_text("utf-8"))
+    return spec
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_labelled_case(path: Path) -> None:
+    spec = _spec(path)
+    req = parse_report(path.read_bytes(), title=spec["title"], repo=spec.get("repo"))
+    problems = _check(req.model_dump(), spec["expect"])
+    assert not problems, "\n".join(problems)
+
+
+def test_the_cases_cover_scope_both_ways() -> None:
+    scopes = [_spec(p)["expect"].get("in_scope") for p in CASES]
+    assert len(CASES) >= 30
+    assert scopes.count(False) >= 6 and scopes.count(True) >= 20
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_every_stated_value_has_evidence(path: Path) -> None:
+    spec = _spec(path)
+    req = parse_report(path.read_bytes(), title=spec["title"], repo=spec.get("repo"))
+    for field in ("engine_version", "spec_method", "gpu", "gpu_count", "temperature",
+                  "max_tokens", "concurrency", "tensor_parallel_size", "models",
+                  "draft_models"):
+        if getattr(req, field) not in (None, []):
+            assert req.evidence.get(field), f"{field}={getattr(req, field)!r} has no evidence"
