@@ -138,8 +138,40 @@ def _hits(pattern: re.Pattern[str], text: str, limit: int = 3) -> list[str]:
 CLASSIFY_CHARS = 40_000
 
 
+def _condensed(body: str) -> str:
+    """The body within CLASSIFY_CHARS, with long pasted blocks cut to their ends.
+
+    A 60 KB server log pasted above the question must not push the question out of
+    reach; a block's first and last lines (a command, a traceback's error) are kept.
+    """
+    if len(body) <= CLASSIFY_CHARS:
+        return body
+    out: list[str] = []
+    block: list[str] | None = None
+    for line in body.splitlines():
+        fence = line.lstrip().startswith(("```", "~~~"))
+        if block is None:
+            out.append(line)
+            if fence:
+                block = []
+            continue
+        if fence:
+            out.extend(block if len(block) <= 2 * _BLOCK_ENDS else
+                       [*block[:_BLOCK_ENDS], "...", *block[-_BLOCK_ENDS:]])
+            out.append(line)
+            block = None
+        else:
+            block.append(line)
+    if block is not None:
+        out.extend(block[:_BLOCK_ENDS] + block[-_BLOCK_ENDS:])
+    return "\n".join(out)[:CLASSIFY_CHARS]
+
+
+_BLOCK_ENDS = 20
+
+
 def classify(title: str, body: str, signals: Signals) -> Verdict:
-    body = body[:CLASSIFY_CHARS]
+    body = _condensed(body)
     text = f"{title}\n{body}"
     spec_words = _hits(SPEC_RE, text)
     graph_words = _hits(GRAPH_RE, text)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from triagebot.parse.facts import Facts
 from triagebot.parse.normalize import (
+    KNOWN_ORGS,
     VERSION_PATTERN,
     canonical_gpu,
     canonical_model,
@@ -126,6 +127,14 @@ _FAMILIES = (
 _FAMILY_TOKEN_RE = re.compile(
     r"(?<![\w/.-])((?:" + _FAMILIES + r")[\w.]*(?:-[\w.]+)+)(?![\w/-])", re.I
 )
+_BARE_ID_RE = re.compile(r"(?<![\w/.:@-])([A-Za-z0-9][\w.-]{1,60}/[A-Za-z0-9][\w.+-]{1,90}?)"
+                         r"[.,;:)]?(?![\w/.+-])")
+# Method names the family pattern also matches ("EAGLE-3", "Medusa-2"): not checkpoints.
+_METHOD_NAME_RE = re.compile(r"(?:eagle|medusa|mtp|dflash)[-_]?\d?", re.I)
+_NOT_MODEL_ORGS = frozenset({"vllm-project", "sgl-project", "pytorch", "huggingface", "github",
+                             "ggml-org", "nvidia-smi", "usr", "etc", "tmp", "home", "dev"})
+_FILE_SUFFIXES = (".py", ".md", ".json", ".yaml", ".yml", ".txt", ".sh", ".cpp", ".cu", ".h",
+                  ".log", ".toml", ".cfg", ".ipynb")
 _DRAFT_NAME_RE = re.compile(r"eagle|draft|speculator|medusa|dflash|assistant|-spec\b", re.I)
 _DRAFT_CONTEXT_RE = re.compile(r"\b(draft|speculat\w*|eagle\w*|assistant|medusa)\b", re.I)
 
@@ -150,9 +159,18 @@ def models(lines: list[Line], facts: Facts) -> None:
                 facts.add(facts_field or "model_prose", name, no, text, "prose", kind)
         if kind == "title" or "model" in low or "testing" in low:
             found += [(m.group(1), m.start()) for m in _FAMILY_TOKEN_RE.finditer(text)]
+        # A link's text without its URL (a scraped page): a bare `org/name` in a sentence
+        # about models, or under an organisation that publishes them.
+        if "/" in text and "http" not in low:
+            for m in _BARE_ID_RE.finditer(text):
+                org, name = m.group(1).split("/", 1)
+                if org.lower() in _NOT_MODEL_ORGS or name.lower().endswith(_FILE_SUFFIXES):
+                    continue
+                if "model" in low or org.lower() in KNOWN_ORGS:
+                    found.append((m.group(1), m.start()))
         for raw, pos in found:
             name = canonical_model(raw.rstrip(".,)"))
-            if not name:
+            if not name or _METHOD_NAME_RE.fullmatch(name):
                 continue
             context = low[max(0, pos - 40):pos]
             is_draft = bool(_DRAFT_NAME_RE.search(name)) or bool(

@@ -1024,7 +1024,7 @@ def _prose_label(line: str) -> tuple[str | None, str]:
         pos = _outer_find(body, sep)
         # A parenthesis after the arm's name holds its settings, not more of its name.
         head = re.sub(r"\s*\([^()]*\)", "", body[:pos]) if pos > 0 else ""
-        if 0 < pos and len(head) <= 60:
+        if pos > 0 and len(head) <= 60:
             label = head.replace("*", "").replace("`", "").strip()
             if label and len(label.split()) <= 8 and not any(c.isdigit() for c in label[:1]):
                 return label, body[pos + len(sep) :]
