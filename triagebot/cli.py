@@ -85,7 +85,29 @@ def read_input(path: str) -> bytes:
         raise typer.Exit(EXIT_USAGE) from None
 
 
-@app.command()
+# One string per paragraph: the help renderer wraps paragraphs itself.
+PARSE_HELP = "\n\n".join((
+    "Read a report into a ReproRequest: every field, its value and where it came from.",
+    "`in_scope` is decided from what the thread asks, and `scope_reasons` says why. A thread "
+    "is in scope when it compares or measures speed (throughput, latency, acceptance) with "
+    "speculative decoding or CUDA/encoder graphs, or reports a crash while capturing or "
+    "replaying graphs; the reasons then name the speculation or graph words, the speed "
+    "words, and whether numbers or a configuration were found.",
+    "It is out of scope when neither speculation nor graphs are involved; when they are "
+    "only mentioned (a roadmap, a list of features) with no sentence, numbers or "
+    "configuration tying them to speed; when it asks about output quality (eval scores, "
+    "outputs that differ) rather than speed; when it is a crash outside graph capture with "
+    "no speed question; or when it is a usage question, a feature request or an "
+    "installation problem without measurements.",
+    "`symptom` says what went wrong: spec_slower_than_baseline, graph_slower_than_eager, "
+    "acceptance_drop, regression_between_versions, crash (the repro is a crash check), "
+    "accuracy (outputs or scores change), other, or null when no problem is reported. A "
+    "value is given only where the text states it; where two readings compete it is null "
+    "and listed in `missing`.",
+))
+
+
+@app.command(help=PARSE_HELP)
 def parse(
     path: Annotated[str, typer.Argument(help="Report file (markdown or a saved page), - "
                                              "for stdin, or an issue/PR URL.")],

@@ -151,6 +151,9 @@ class ReproRequest(_Model):
     modality: Modality | None = None
     reported_metrics: ReportedMetrics = Field(default_factory=ReportedMetrics)
     symptom: Symptom | None = None
+    # Why the thread was taken up or not, in words (`triagebot parse --help` lists them);
+    # the same as classification.in_scope_reasons or .out_of_scope_reasons.
+    scope_reasons: list[str] = Field(default_factory=list)
 
     # What a reproduction needs beyond the scored fields (design.md §3).
     speculative_config: dict[str, Any] | None = None

@@ -46,3 +46,21 @@ def test_every_stated_value_has_evidence(path: Path) -> None:
                   "draft_models"):
         if getattr(req, field) not in (None, []):
             assert req.evidence.get(field), f"{field}={getattr(req, field)!r} has no evidence"
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_scope_reasons_say_why(path: Path) -> None:
+    spec = _spec(path)
+    req = parse_report(path.read_bytes(), title=spec["title"], repo=spec.get("repo"))
+    c = req.classification
+    assert req.scope_reasons, "no reason given for the scope decision"
+    assert req.scope_reasons == (c.in_scope_reasons if req.in_scope else
+                                 c.out_of_scope_reasons)
+
+
+def test_the_help_explains_the_scope_reasons() -> None:
+    from triagebot.cli import PARSE_HELP
+
+    for phrase in ("scope_reasons", "only mentioned", "output quality", "crash outside graph "
+                   "capture", "feature request", "crash check", "accuracy"):
+        assert phrase in PARSE_HELP, phrase

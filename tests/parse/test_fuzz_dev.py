@@ -129,7 +129,7 @@ _LOG_LINES = (
 
 
 def pasted_log(text: str, rng: random.Random) -> str:
-    """About 60 KB of server log in a fenced block, at a paragraph break outside code."""
+    """About 60 KB of server log at a paragraph break outside code."""
     lines = []
     size = 0
     while size < 60_000:
@@ -137,8 +137,14 @@ def pasted_log(text: str, rng: random.Random) -> str:
                                              n=rng.randrange(100, 9999), k=rng.randrange(64))
         lines.append(line)
         size += len(line) + 1
-    block = "\n```\n" + "\n".join(lines) + "\n```\n"
-    breaks = [m.start() for m in re.finditer(r"\n\s*\n", text) if _outside_fence(text, m.start())]
+    # A markdown report gets the log fenced; a scraped page shows it as plain lines.
+    fence = "```" if "```" in text else ""
+    block = f"\n{fence}\n" + "\n".join(lines) + f"\n{fence}\n"
+    # Into the report's middle: a scraped page's first lines are the site's header and
+    # its last ones other people's comments, where no reporter pastes a log.
+    breaks = [m.start() for m in re.finditer(r"\n\s*\n", text)
+              if len(text) // 4 <= m.start() <= 3 * len(text) // 4
+              and _outside_fence(text, m.start())]
     at = rng.choice(breaks) if breaks else len(text)
     return text[:at] + "\n" + block + text[at:]
 

@@ -125,3 +125,22 @@ def test_the_suggested_draft_then_plans() -> None:
     spec_cells = [c for c in plan.cells if c.spec is not None]
     assert spec_cells and all(c.spec.draft_model ==  # type: ignore[union-attr]
                               "jamesliu1/sglang-EAGLE-Llama-3.1-Instruct-8B" for c in spec_cells)
+
+
+def test_a_crash_report_is_planned_as_a_crash_check() -> None:
+    text = """\
+vLLM 0.11.0 dies while capturing CUDA graphs with EAGLE-3 on one L40S:
+
+```
+vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config \\
+'{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 4}'
+```
+
+```
+RuntimeError: CUDA error: an illegal memory access was encountered
+```
+"""
+    request = parse_report(text, title="[Bug]: illegal memory access during CUDA graph capture")
+    assert request.symptom == "crash"
+    plan = build_plan(request)
+    assert any("crash check" in n for n in plan.notes), plan.notes

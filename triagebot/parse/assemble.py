@@ -464,6 +464,7 @@ def _classify(a: Assembler, numbers: list[ReportedNumber]) -> None:
     a.req.classification = Classification(
         in_scope_reasons=v.in_scope_reasons, spec_reasons=v.spec_reasons,
         out_of_scope_reasons=v.out_of_scope_reasons, symptom_reasons=v.symptom_reasons)
+    a.req.scope_reasons = list(v.in_scope_reasons if v.in_scope else v.out_of_scope_reasons)
 
 
 def _symptom_from_numbers(req: ReproRequest, spec: bool) -> tuple[str | None, list[str]]:

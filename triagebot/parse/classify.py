@@ -141,33 +141,38 @@ CLASSIFY_CHARS = 40_000
 def _condensed(body: str) -> str:
     """The body within CLASSIFY_CHARS, with long pasted blocks cut to their ends.
 
-    A 60 KB server log pasted above the question must not push the question out of
-    reach; a block's first and last lines (a command, a traceback's error) are kept.
+    A 60 KB server log pasted above the question, fenced or not, must not push the
+    question out of reach; a block's first and last lines (a command, a traceback's
+    error) are kept.
     """
     if len(body) <= CLASSIFY_CHARS:
         return body
     out: list[str] = []
-    block: list[str] | None = None
+    run: list[str] = []
+    fenced = False
+
+    def flush() -> None:
+        out.extend(run if len(run) <= 2 * _BLOCK_ENDS else
+                   [*run[:_BLOCK_ENDS], "...", *run[-_BLOCK_ENDS:]])
+        run.clear()
+
     for line in body.splitlines():
-        fence = line.lstrip().startswith(("```", "~~~"))
-        if block is None:
+        if line.lstrip().startswith(("```", "~~~")):
+            flush()
             out.append(line)
-            if fence:
-                block = []
-            continue
-        if fence:
-            out.extend(block if len(block) <= 2 * _BLOCK_ENDS else
-                       [*block[:_BLOCK_ENDS], "...", *block[-_BLOCK_ENDS:]])
-            out.append(line)
-            block = None
+            fenced = not fenced
+        elif fenced or _LOG_LINE_RE.match(line):
+            run.append(line)
         else:
-            block.append(line)
-    if block is not None:
-        out.extend(block[:_BLOCK_ENDS] + block[-_BLOCK_ENDS:])
+            flush()
+            out.append(line)
+    flush()
     return "\n".join(out)[:CLASSIFY_CHARS]
 
 
 _BLOCK_ENDS = 20
+_LOG_LINE_RE = re.compile(r"\s*(?:\(\w+ pid=\d+\)\s*)?(?:INFO|DEBUG|WARNING|WARN|ERROR|TRACE)\b|"
+                          r"\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:|\s*\d{2}-\d{2} \d{2}:\d{2}:")
 
 
 def classify(title: str, body: str, signals: Signals) -> Verdict:
@@ -206,7 +211,8 @@ def classify(title: str, body: str, signals: Signals) -> Verdict:
                                            or signals.graph_configured) \
             and not _together(title, body):
         v.out_of_scope_reasons.append("speculative decoding or CUDA graphs are only "
-                                      "mentioned: no paragraph ties them to a measurement")
+                                      "mentioned: no sentence ties them to speed, no "
+                                      "numbers, no configuration")
     elif not perf and not (graph and not crash):
         v.out_of_scope_reasons.append("no performance, acceptance or graph-capture problem is "
                                       "described")

@@ -74,6 +74,8 @@ def build_plan(
         choices.default("engine_version", version, "the report names no version; the "
                         "newest release triagebot knows")
     _note_stand_in_version(engine_name, options.version or reported_version, version, choices)
+    if request.symptom in _NOT_SPEED:
+        choices.note(_NOT_SPEED[request.symptom])
     budget = _budget(budget or Budget(), options)
 
     base = _base_fields(request, options, engine_name, version, choices)
@@ -125,6 +127,15 @@ def _engine(request: ReproRequest, options: ReproOptions, choices: D.Choices) ->
                            "engine", field="engine", accepted=list(SUPPORTED))
     choices.default("engine", "vllm", "the report names no engine")
     return "vllm"
+
+
+# Symptoms whose question is not "how fast": the plan is the same matrix, read differently.
+_NOT_SPEED = {
+    "crash": "the report is a crash, not a slowdown: the runs are a crash check, and each "
+             "cell's status and log signatures (not its timings) answer it",
+    "accuracy": "the report is about outputs, not speed: greedy cells are compared token "
+                "for token (outputs digest) and timings are secondary",
+}
 
 
 def _note_stand_in_version(engine: str, asked: str | None, version: str | None,
