@@ -251,10 +251,21 @@ def _models(a: Assembler) -> None:
     draft_names = _unique([n for n, _ in drafts])
     a.req.draft_models = [n for n in draft_names if n.lower() not in
                           {t.lower() for t, _ in targets} or not targets]
-    a.req.models = [n for n in _unique([n for n, _ in targets])
-                    if n.lower() not in {d.lower() for d in a.req.draft_models}]
+    a.req.models = _drop_shortened(
+        [n for n in _unique([n for n, _ in targets])
+         if n.lower() not in {d.lower() for d in a.req.draft_models}])
     a.cite("models", [f for n, f in targets if n in a.req.models])
     a.cite("draft_models", [f for n, f in drafts if n in a.req.draft_models])
+
+
+def _drop_shortened(names: list[str]) -> list[str]:
+    """Without a title's short form of an id the body spells out: "Qwen2.5-VL-7B" beside
+    "Qwen/Qwen2.5-VL-7B-Instruct" is one model, named twice."""
+    def tail(name: str) -> str:
+        return name.split("/")[-1].lower()
+
+    return [n for n in names if not any(
+        m != n and "/" in m and "/" not in n and tail(m).startswith(tail(n)) for m in names)]
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -297,6 +308,9 @@ def _method(a: Assembler) -> None:
     title_methods = [m for m, f in found if f.kind == "title"]
     method = title_methods[0] if title_methods and found[0][1].kind != "config" \
         else counts.most_common(1)[0][0]
+    if method == "eagle" and counts.get("eagle3") and not any(
+            m == "eagle" and f.kind != "title" for m, f in found):
+        method = "eagle3"  # a title's "EAGLE" names the family; the body says which one
     if a.req.engine == "sglang" and method == "eagle" and not a.req.draft_models and any(
             _NATIVE_MTP_MODEL_RE.search(m) for m in a.req.models):
         method = "mtp"
@@ -629,6 +643,14 @@ def _modes(a: Assembler) -> None:
                      re.I) and "full" not in modes and "piecewise" not in modes:
             add("eager", Fact("mode", "eager", 0, title, "title", "title"))
             add("cudagraph", Fact("mode", "cudagraph", 0, title, "title", "title"))
+    # The symptom is itself a comparison: "slower than without speculation" has two arms.
+    if req.symptom == "spec_slower_than_baseline":
+        add("spec", _first(a.values("spec_config") + a.values("method")))
+        add("no_spec", None)
+    elif req.symptom == "graph_slower_than_eager" and not modes.keys() & {"full",
+                                                                          "piecewise"}:
+        add("eager", None)
+        add("cudagraph", None)
     if "no_spec" in modes and "spec" not in modes and req.spec_method:
         # A baseline without speculation is compared with the method the report names.
         add("spec", _first(a.values("spec_config") + a.values("method")))
@@ -657,10 +679,20 @@ _VLM_RE = re.compile(r"\bVLM\b|-VL\b|-VL-|\bOCR\b|vision|multimodal|multi-modal|
                      r"\bmllm\b|\d+V\b|\d+V-", re.I)
 
 
+_IMAGE_NOUN_RE = re.compile(r"\b(?:images?|pictures?|photos?|screenshots?|charts?|diagrams?|"
+                            r"scanned (?:pages?|documents?))\b", re.I)
+_VIDEO_NOUN_RE = re.compile(r"\bvideos?\b|\bvideo frames\b|\bclips?\b", re.I)
+
+
 def _modality(a: Assembler) -> None:
     body = "\n".join(a.doc.body_lines)
     image = _IMAGE_RE.search(body)
     video = _VIDEO_RE.search(body)
+    vision_model = any(_VLM_RE.search(m) for m in a.req.models)
+    if vision_model and not (image or video):
+        # A vision model fed "screenshots" or "videos": the inputs are named in words.
+        image = _IMAGE_NOUN_RE.search(body)
+        video = _VIDEO_NOUN_RE.search(body)
     if image and not video:
         a.req.modality = "image"
     elif video and not image:

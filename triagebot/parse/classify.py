@@ -85,7 +85,8 @@ SLOWER_RE = _rx(
 # comparisons ("than the target", "spec is slower") that do not name such a run.
 _NO_SPEC_WORDS = (
     r"baseline|without (?:spec|mtp|eagle|ngram|draft|speculat)|no[-_ ]?(?:spec|mtp|eagle)|"
-    r"w/o (?:spec|mtp)|vanilla|main model only|with or without|non-spec|disabl\w* (?:spec|mtp)"
+    r"w/o (?:spec|mtp)|vanilla|main model only|with or without|non-spec|disabl\w* (?:spec|mtp)|"
+    r"(?:than|vs\.?|versus) without\b"
 )
 NO_SPEC_RE = _rx(_NO_SPEC_WORDS)
 BASELINE_RE = _rx(
@@ -104,6 +105,10 @@ GRAPH_SLOWER_RE = _rx(
     r"than (?:the )?(?:eager|enforce|--enforce)|eager[^.\n]{0,40}faster than[^.\n]{0,20}"
     r"(?:cuda ?graph|cudagraph|graph)|faster (?:with|in|using|under) [^.\n]{0,20}eager"
     r"[^.\n]{0,20} than [^.\n]{0,20}(?:cuda ?graph|cudagraph|graph)"
+)
+GRAPH_MODE_SLOWER_RE = _rx(
+    r"(?:slower|worse|faster|better) (?:than|vs\.?) (?:the )?(?:--)?(?:piecewise|full\w*|"
+    r"eager|enforce[-_]eager|cuda ?graphs?|cudagraphs?)\b"
 )
 BUG_RE = _rx(
     r"\bbug(?:fix)?\b|\bfix(?:es|ed)?\b|misleading|\bno-?op\b|silently|\bbypass\w*|\bbroken\b|"
@@ -268,7 +273,10 @@ def _symptom(title: str, body: str, spec: bool, graph: bool, crash: bool,
     if graph and (hit := _hits(GRAPH_SLOWER_RE, text, 1)):
         return "graph_slower_than_eager", [f"graphs slower than eager: {hit[0]!r}"]
     slower = _hits(SLOWER_RE, f"{title}\n{prose}", 2)
-    if spec and slower and (_hits(BASELINE_RE, text, 1) or _hits(SLOWER_RE, title, 1)):
+    # "FULL graphs slower than PIECEWISE with MTP": speculation is on in both arms.
+    graph_arms = _hits(GRAPH_MODE_SLOWER_RE, title, 1)
+    if spec and slower and not graph_arms and (_hits(BASELINE_RE, text, 1)
+                                               or _hits(SLOWER_RE, title, 1)):
         base = _hits(BASELINE_RE, text, 1)
         return "spec_slower_than_baseline", [
             f"slower with speculation: {slower[0]!r}" + (f" vs {base[0]!r}" if base else "")]

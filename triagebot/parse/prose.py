@@ -49,6 +49,10 @@ _ENGINE_VERSION_RE = re.compile(
     r"(?:(?:is|was|of|on|at)\s+)?(?:==|>=|~=|@|-)?\s?" + _VER + r"(?!\w|\.\w)",
     re.I,
 )
+# Container images tagged with the release: `vllm/vllm-openai:v0.10.1.1`,
+# `lmsysorg/sglang:v0.4.9.post2-cu126`.
+_IMAGE_TAG_RE = re.compile(r"\b(vllm/vllm-openai|lmsysorg/sglang)\s*:\s*" + _VER +
+                           r"(?=$|[\s`'\"),;-])", re.I)
 _LLAMA_BUILD_RE = re.compile(r"(?:llama\.cpp|\bbuild)\W{0,3}(?:build\W{0,3})?(?:version\W{0,3})?"
                              r"(b\d{4,5})\b", re.I)
 _BARE_V_VERSION_RE = re.compile(r"(?<![\w.=/-])v(\d+\.\d+\.\d+(?:(?:rc)\d+)?)(?!\w|\.\w)")
@@ -90,6 +94,11 @@ def versions(lines: list[Line], facts: Facts) -> None:
                         ver = canonical_version(v.group(1))
                         if ver:
                             facts.add("version", (engine, ver), no, text, "prose", kind)
+        for m in _IMAGE_TAG_RE.finditer(text):
+            engine = "sglang" if "sglang" in m.group(1).lower() else "vllm"
+            version = canonical_version(m.group(2))
+            if version:
+                facts.add("version", (engine, version), no, text, "prose", kind)
         for m in _LLAMA_BUILD_RE.finditer(text):
             facts.add("version", ("llama.cpp", m.group(1)), no, text, "prose", kind)
         # "after upgrading from 0.8.5 to 0.9.2": the newer one is where the problem shows.
@@ -120,7 +129,7 @@ _LABELLED_MODEL_RE = re.compile(
     re.I,
 )
 _FAMILIES = (
-    "qwen|llama|deepseek|glm|gpt-oss|mistral|mixtral|gemma|phi|yi|internlm|minicpm|kimi|mimo|"
+    "meta-llama|qwen|llama|deepseek|glm|gpt-oss|mistral|mixtral|gemma|phi|yi|internlm|minicpm|kimi|mimo|"
     "ernie|hunyuan|smollm|vicuna|opt|falcon|baichuan|chatglm|nemotron|granite|olmo|eagle|"
     "medusa|codellama|starcoder|seed-oss|minimax|step|exaone|command-r|dots|pangu"
 )
@@ -166,7 +175,8 @@ def models(lines: list[Line], facts: Facts) -> None:
                 org, name = m.group(1).split("/", 1)
                 if org.lower() in _NOT_MODEL_ORGS or name.lower().endswith(_FILE_SUFFIXES):
                     continue
-                if "model" in low or org.lower() in KNOWN_ORGS:
+                if org.lower() in KNOWN_ORGS or ("model" in low and len(name) > 3
+                                                 and re.search(r"\d", name)):
                     found.append((m.group(1), m.start()))
         for raw, pos in found:
             name = canonical_model(raw.rstrip(".,)"))
@@ -245,7 +255,8 @@ _K_RE = re.compile(
 _TEMP_RE = re.compile(r"\btemp(?:erature)?\b\s*(?:=|:|of|is|set to)?\s*(\d(?:\.\d+)?)\b", re.I)
 _CONC_RE = re.compile(
     r"\b(?:max[-_ ]?)?concurrency\s*(?:=|:|of)?\s*" + _INT + r"\b|"
-    r"\bbatch[-_ ]size\s*(?:=|:|of)?\s*(1)\b|\bbs\s?=\s?(1)\b|"
+    r"(?<!max )(?<!max_)(?<!max-)\bbatch[-_ ]size\s*(?:=|:|of)?\s*" + _INT + r"\b|"
+    r"\bbs\s?=\s?" + _INT + r"\b|"
     r"\b(single[- ]stream|single request|one request at a time)\b",
     re.I,
 )
