@@ -64,3 +64,11 @@ def test_the_help_explains_the_scope_reasons() -> None:
     for phrase in ("scope_reasons", "only mentioned", "output quality", "crash outside graph "
                    "capture", "feature request", "crash check", "accuracy"):
         assert phrase in PARSE_HELP, phrase
+
+
+def test_competing_values_are_left_empty_and_quoted() -> None:
+    path = CASES_DIR / "conflict_two_temperatures.md"
+    req = parse_report(path.read_bytes(), title=_spec(path)["title"])
+    assert req.temperature is None and "temperature" in req.missing
+    warning = next(w for w in req.warnings if w.startswith("temperature"))
+    assert "0.6 at line 2" in warning and "0.0 at line 3" in warning

@@ -59,6 +59,20 @@ class Assembler:
         self.runs: list[RunConfig] = []
         self.sampling: RunConfig | None = None
         self.env_assignments: list[tuple[str, str, int]] = []
+        self.conflicts: dict[str, str] = {}
+
+    def competing(self, field: str, facts: list[Fact], values: list[Any]) -> None:
+        """Record a field stated with different values: it stays null, and the warning
+        quotes each reading so the bot can ask the reporter which one ran."""
+        seen: list[tuple[Any, Fact]] = []
+        for value, fact in zip(values, facts, strict=False):
+            if value is not None and value not in [v for v, _ in seen]:
+                seen.append((value, fact))
+        if len(seen) > 1:
+            spans = "; ".join(f"{v!r} at line {f.line}: {f.text.strip()[:80]!r}"
+                              for v, f in seen[:4])
+            self.conflicts[field] = (f"{field} is stated with {len(seen)} different values "
+                                     f"({spans}); left empty for the reporter to confirm")
 
     # --- evidence -------------------------------------------------------------------
 
@@ -76,7 +90,7 @@ class Assembler:
 
     def add_run_facts(self) -> None:
         for run in self.runs + ([self.sampling] if self.sampling else []):
-            for key, (value, line, text) in run.settings.items():
+            for key, (value, line, text) in [*run.settings.items(), *run.later]:
                 self.facts.add(f"run:{key}", value, line, text, run.source)
                 if key == "spec_config":
                     for sub, val in spec_config_settings(value).items():
@@ -126,6 +140,8 @@ def resolve(a: Assembler, dump: envdump.EnvDump, numbers: list[ReportedNumber]) 
     req.arms = _arms(a)
     req.workload = _workload(a)
     req.missing = _missing(req)
+    if req.in_scope:
+        req.missing += [f for f in a.conflicts if f not in req.missing]
     if "draft_models" in req.missing:
         req.suggestions["draft_models"] = _draft_suggestions(a)
         if not req.suggestions["draft_models"]:
@@ -133,7 +149,7 @@ def resolve(a: Assembler, dump: envdump.EnvDump, numbers: list[ReportedNumber]) 
     req.source = SourceInfo(title=a.doc.title, repo=a.repo, chars=a.doc.chars,
                             lines=len(a.doc.lines), scraped_page=a.doc.scraped,
                             truncated=a.doc.truncated)
-    req.warnings = list(a.doc.warnings)
+    req.warnings = list(a.doc.warnings) + list(a.conflicts.values())
     return req
 
 
@@ -345,6 +361,7 @@ def _parallel(a: Assembler) -> None:
         if not facts:
             value = single([f.value for f in a.facts.get(key)])
             facts = a.facts.get(key)
+        a.competing(field, facts, [as_int(f.value, 1, 1024) for f in facts])
         setattr(a.req, field, value)
         if value is not None:
             a.cite(field, facts)
@@ -371,6 +388,7 @@ def _hardware(a: Assembler, env: Environment, ev: dict[str, tuple[int, str]],
         a.cite("gpu", same)
     counts = a.facts.get("gpu_count")
     count = single([f.value for f in counts])
+    a.competing("gpu_count", counts, [f.value for f in counts])
     if count is not None:
         a.req.gpu_count = count
         a.cite("gpu_count", counts)
@@ -384,6 +402,7 @@ def _sampling(a: Assembler) -> None:
     if value is None and not temps:
         temps = a.facts.get("temperature")
         value = single([f.value for f in temps])
+    a.competing("temperature", temps, [as_float(f.value, 0.0, 5.0) for f in temps])
     if value is None and any(as_bool(f.value) is False for f in a.values("do_sample")):
         value, temps = 0.0, a.values("do_sample")
     a.req.temperature = value
@@ -396,6 +415,7 @@ def _sampling(a: Assembler) -> None:
     if value_i is None and not maxes:
         maxes = a.facts.get("max_tokens")
         value_i = single([f.value for f in maxes])
+    a.competing("max_tokens", maxes, [as_int(f.value, 1, 10_000_000) for f in maxes])
     a.req.max_tokens = value_i
     if value_i is not None:
         a.cite("max_tokens", maxes)
@@ -407,6 +427,7 @@ def _sampling(a: Assembler) -> None:
         seqs = [f for f in a.values("max_num_seqs") if as_int(f.value) == 1]
         conc = seqs or a.facts.get("concurrency")
         value_c = single([as_int(f.value) for f in conc])
+    a.competing("concurrency", conc, [as_int(f.value, 1, 1_000_000) for f in conc])
     a.req.concurrency = value_c
     if value_c is not None:
         a.cite("concurrency", conc)
