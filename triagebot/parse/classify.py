@@ -141,6 +141,8 @@ def _hits(pattern: re.Pattern[str], text: str, limit: int = 3) -> list[str]:
 # Scope and symptom are stated early; past this many characters a thread is logs and
 # pasted output, which would only slow the word scan down.
 CLASSIFY_CHARS = 40_000
+# What a thread asks (speed or output quality) is said near its top, not in pasted output.
+QUESTION_CHARS = 6_000
 
 
 def _condensed(body: str) -> str:
@@ -205,11 +207,12 @@ def classify(title: str, body: str, signals: Signals) -> Verdict:
     graph_crash = crash and bool(_hits(GRAPH_CRASH_RE, _prose_only(body) + "\n" + title, 1))
     perf = bool(perf_words) or signals.has_numbers or graph_crash
 
-    accuracy = _hits(ACCURACY_RE, _prose_only(body) + "\n" + title, 1)
+    prose = _prose_only(body)
     speed_asked = bool(_hits(PERF_RE, title, 1)) or signals.has_numbers
     if not (spec or graph):
         v.out_of_scope_reasons.append("neither speculative decoding nor CUDA graphs are involved")
-    elif accuracy and not speed_asked and not graph_crash:
+    elif not speed_asked and not graph_crash and (
+            accuracy := _hits(ACCURACY_RE, f"{title}\n{prose[:QUESTION_CHARS]}", 1)):
         v.out_of_scope_reasons.append(f"a question about output quality ({accuracy[0]!r}), "
                                       "not speed")
     elif perf and not graph_crash and not (signals.has_numbers or signals.spec_configured
@@ -240,21 +243,28 @@ def classify(title: str, body: str, signals: Signals) -> Verdict:
         if graph_crash:
             v.in_scope_reasons.append("a crash while capturing or replaying graphs")
     v.is_spec = v.in_scope and spec
-    v.symptom, v.symptom_reasons = _symptom(title, body, v.is_spec, graph, crash, graph_crash)
+    v.symptom, v.symptom_reasons = _symptom(title, body, prose, v.is_spec, graph, crash,
+                                            graph_crash)
     return v
 
 
 def _together(title: str, body: str) -> bool:
-    """Whether the title, or a line with its neighbours, names speculation or graphs and
-    speed together: a roadmap listing "speculative decoding" two items away from "faster
-    adapter swaps" does not."""
-    lines = body.splitlines()
-    for i, line in enumerate([title, *lines]):
-        if not (SPEC_RE.search(line) or GRAPH_RE.search(line)):
-            continue
-        window = line if i == 0 else "\n".join(lines[max(0, i - 2):i + 1])
-        if PERF_RE.search(window) or PERF_RE.search(title):
-            return True
+    """Whether the title, or a line with the two lines above it, names speculation or
+    graphs and speed together: a roadmap listing "speculative decoding" two items away
+    from "faster adapter swaps" does not."""
+    if PERF_RE.search(title):
+        return True
+    for rx in (SPEC_RE, GRAPH_RE):
+        for n, m in enumerate(rx.finditer(body)):
+            if n >= 50:
+                break
+            start = body.rfind("\n", 0, m.start()) + 1
+            for _ in range(2):  # back to the start of the line two above
+                if start > 0:
+                    start = body.rfind("\n", 0, start - 1) + 1
+            end = body.find("\n", m.end())
+            if PERF_RE.search(body, start, end if end >= 0 else len(body)):
+                return True
     return False
 
 
@@ -264,10 +274,9 @@ def _prose_only(body: str) -> str:
                      if not re.match(r"\s*(File \"|ERROR|INFO|WARNING|DEBUG|\(\w+ pid=)", ln))
 
 
-def _symptom(title: str, body: str, spec: bool, graph: bool, crash: bool,
+def _symptom(title: str, body: str, prose: str, spec: bool, graph: bool, crash: bool,
              graph_crash: bool) -> tuple[str | None, list[str]]:
     text = f"{title}\n{body}"
-    prose = _prose_only(body)
     if spec and (hit := _hits(ACCEPT_DROP_RE, f"{title}\n{prose}", 1)):
         return "acceptance_drop", [f"acceptance described as dropping: {hit[0]!r}"]
     if graph and (hit := _hits(GRAPH_SLOWER_RE, text, 1)):
@@ -280,7 +289,7 @@ def _symptom(title: str, body: str, spec: bool, graph: bool, crash: bool,
         base = _hits(BASELINE_RE, text, 1)
         return "spec_slower_than_baseline", [
             f"slower with speculation: {slower[0]!r}" + (f" vs {base[0]!r}" if base else "")]
-    if (hit := _hits(ACCURACY_RE, f"{title}\n{prose}", 1)) and not slower:
+    if (hit := _hits(ACCURACY_RE, f"{title}\n{prose[:QUESTION_CHARS]}", 1)) and not slower:
         return "accuracy", [f"output quality, not speed: {hit[0]!r}"]
     if (hit := _hits(VERSION_REGRESSION_RE, text, 1)):
         return "regression_between_versions", [f"a version upgrade is blamed: {hit[0]!r}"]
