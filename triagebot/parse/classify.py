@@ -249,20 +249,23 @@ def classify(title: str, body: str, signals: Signals) -> Verdict:
 
 
 def _together(title: str, body: str) -> bool:
-    """Whether the title, or a line with the two lines above it, names speculation or
-    graphs and speed together: a roadmap listing "speculative decoding" two items away
-    from "faster adapter swaps" does not."""
+    """Whether the title, or a line with its neighbours, names speculation or graphs and
+    speed together: a roadmap listing "speculative decoding" two items away from "faster
+    adapter swaps" does not."""
     if PERF_RE.search(title):
         return True
     for rx in (SPEC_RE, GRAPH_RE):
         for n, m in enumerate(rx.finditer(body)):
             if n >= 50:
                 break
+            # The match's line with the line above and the line below it.
             start = body.rfind("\n", 0, m.start()) + 1
-            for _ in range(2):  # back to the start of the line two above
-                if start > 0:
-                    start = body.rfind("\n", 0, start - 1) + 1
+            if start > 0:
+                start = body.rfind("\n", 0, start - 1) + 1
             end = body.find("\n", m.end())
+            if end >= 0:
+                below = body.find("\n", end + 1)
+                end = below if below >= 0 else len(body)
             if PERF_RE.search(body, start, end if end >= 0 else len(body)):
                 return True
     return False
