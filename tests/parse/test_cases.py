@@ -5,29 +5,23 @@ the fields it is about; `../shared/parse-dev` stays the held-out check."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.parse.test_reports import _check
+from tests.parse.test_reports import _expectation, check_labelled
 from triagebot.parse import parse_report
 
 CASES_DIR = Path(__file__).parent / "cases"
 CASES = sorted(CASES_DIR.glob("*.md"))
 
 
-def _spec(path: Path) -> dict[str, Any]:
-    spec: dict[str, Any] = json.loads(path.with_suffix(".expect.json").read_text("utf-8"))
-    return spec
+_spec = _expectation
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_labelled_case(path: Path) -> None:
-    spec = _spec(path)
-    req = parse_report(path.read_bytes(), title=spec["title"], repo=spec.get("repo"))
-    problems = _check(req.model_dump(), spec["expect"])
+    problems = check_labelled(path)
     assert not problems, "\n".join(problems)
 
 

@@ -306,22 +306,28 @@ _K_HEADER_RE = re.compile(r"^\s*(?:spec[_ -]?len|k|num[_ ]spec(?:ulative)?[_ ]to
                           r"speculative[_ ]tokens|n[_ ]?spec)\s*$", re.I)
 
 
-def table_spec_tokens(lines: list[Line], facts: Facts) -> None:
-    """k values in a table column headed `spec_len`, `k`, `num_speculative_tokens`..."""
-    column: int | None = None
+def _table_rows(lines: list[Line]) -> Iterator[tuple[int, str, str, list[str], list[str]]]:
+    """(line, text, kind, header cells, row cells) for every row of every table, markdown
+    or pasted from a spreadsheet, the header being the table's first line."""
+    header: list[str] | None = None
     sep = "|"
     for no, text, kind in lines:
         if kind == "title":
             continue
         cells = _cells(text)
         if cells is None:
-            column = None
-            continue
-        if column is None:
-            column = next((i for i, c in enumerate(cells) if _K_HEADER_RE.match(c)), None)
-            sep = "|" if "|" in text else "\t"
-            continue
-        if column < len(cells) and sep in text:
+            header = None
+        elif header is None:
+            header, sep = cells, ("|" if "|" in text else "\t")
+        elif cells and sep in text:
+            yield no, text, kind, header, cells
+
+
+def table_spec_tokens(lines: list[Line], facts: Facts) -> None:
+    """k values in a table column headed `spec_len`, `k`, `num_speculative_tokens`..."""
+    for no, text, kind, header, cells in _table_rows(lines):
+        column = next((i for i, c in enumerate(header) if _K_HEADER_RE.match(c)), None)
+        if column is not None and column < len(cells):
             m = re.match(r"\s*([1-9]\d?)\b", cells[column])
             if m:
                 facts.add("k", int(m.group(1)), no, text, "prose", kind)
@@ -334,17 +340,7 @@ _DRAFT_HEADER_RE = re.compile(r"draft|eagle|spec|assistant|head|medusa|dflash", 
 def table_models(lines: list[Line], facts: Facts) -> None:
     """Model ids that fill a table cell of their own (one row per target, or a target and
     its draft per row); a column headed `draft`/`EAGLE head` holds drafts."""
-    header: list[str] | None = None
-    for no, text, kind in lines:
-        if kind == "title":
-            continue
-        cells = _cells(text)
-        if cells is None:
-            header = None
-            continue
-        if header is None:
-            header = cells
-            continue
+    for no, text, kind, header, cells in _table_rows(lines):
         for i, cell in enumerate(cells):
             m = _ID_CELL_RE.match(cell)
             name = canonical_model(m.group(1)) if m else None
