@@ -144,3 +144,13 @@ RuntimeError: CUDA error: an illegal memory access was encountered
     assert request.symptom == "crash"
     plan = build_plan(request)
     assert any("crash check" in n for n in plan.notes), plan.notes
+
+
+def test_an_sglang_release_older_than_the_table_plans_on_the_oldest_known() -> None:
+    text = SGLANG_EAGLE.replace("EAGLE on SGLang", "EAGLE on SGLang 0.4.9")
+    request = parse_report(text, title="SGLang EAGLE slower than baseline")
+    assert request.engine_version == "0.4.9"
+    plan = build_plan(request, parse_overrides(
+        ["draft=jamesliu1/sglang-EAGLE-Llama-3.1-Instruct-8B"]))
+    assert plan.engine_version == "0.4.10.post2"
+    assert any("sglang 0.4.9;" in n and "runs 0.4.10.post2" in n for n in plan.notes)
