@@ -117,7 +117,8 @@ def resolve(a: Assembler, dump: envdump.EnvDump, numbers: list[ReportedNumber]) 
     req = a.req
     env, env_evidence = dump.environment, dump.evidence
     lines = list(prose.iter_lines(a.doc.title, a.doc.body_lines))
-    for fn in (prose.engine_mentions, prose.versions, prose.models, prose.gpus, prose.numbers,
+    for fn in (prose.engine_mentions, prose.versions, prose.printed_versions, prose.models,
+               prose.gpus, prose.numbers,
                prose.table_spec_tokens, prose.table_models):
         fn(lines, a.facts)
     a.add_run_facts()

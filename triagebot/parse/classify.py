@@ -77,7 +77,8 @@ VERSION_REGRESSION_RE = _rx(
 )
 SLOWER_RE = _rx(
     r"\bslow(?:er|s down|ed down|down)?\b|\bworse\b|\bdecreas\w*|\bdrop\w*|\bregress\w*|"
-    r"\blower (?:throughput|performance|speed)|\bno (?:speed ?up|improvement|gain)|"
+    r"\blower (?:throughput|performance|speed)|\b(?:is|was|are|were|gets?|got) lower\b|"
+    r"\bno (?:speed ?up|improvement|gain)|"
     r"\bnot (?:improved|faster)|\bhave not improved|\bless than\b|\bdegrad\w*|\b0\.\d+x\b|"
     r"< ?no_|\bdespite\b|\b(?:latency|overhead) (?:regression|increase)|\+\d+(?:\.\d+)?% "
 )

@@ -118,6 +118,33 @@ def versions(lines: list[Line], facts: Facts) -> None:
                 facts.add("version_bare", m.group(1), no, text, "prose", kind)
 
 
+_PIP_SHOW_NAME_RE = re.compile(r"^\s*Name:\s*(vllm|sglang|vllm-mlx|vllm_mlx)\s*$", re.I)
+_PIP_SHOW_VERSION_RE = re.compile(r"^\s*Version:\s*" + _VER + r"\s*$", re.I)
+_VERSION_CMD_RE = re.compile(r"\b(vllm|sglang)\s+(?:--version|-v)\b|import (vllm|sglang)\W.*"
+                             r"__version__", re.I)
+_BARE_VERSION_LINE_RE = re.compile(r"^\s*" + _VER + r"\s*$")
+
+
+def printed_versions(lines: list[Line], facts: Facts) -> None:
+    """A version a tool printed: `pip show vllm` (Name:, then Version:), or the line
+    after `vllm --version` / `print(vllm.__version__)`."""
+    engine: str | None = None
+    for no, text, kind in lines:
+        if kind == "title":
+            continue
+        if engine:
+            m = _PIP_SHOW_VERSION_RE.match(text) or _BARE_VERSION_LINE_RE.match(text)
+            version = canonical_version(m.group(1)) if m else None
+            if version:
+                facts.add("version", (engine, version), no, text, "prose", kind)
+            if m or not text.strip().startswith(("Summary:", "$", ">")):
+                engine = None
+        name = _PIP_SHOW_NAME_RE.match(text) or _VERSION_CMD_RE.search(text)
+        if name:
+            word = (name.group(1) or name.group(name.lastindex or 1)).lower()
+            engine = ENGINE_WORDS.get(word.replace("_", "-"), word)
+
+
 _HF_LINK_RE = re.compile(
     r"https?://(?:www\.)?(?:huggingface\.co|hf\.co)/(?!datasets/|spaces/|docs/|blog/|papers/)"
     r"([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.+-]*)"
