@@ -225,9 +225,17 @@ def classify(title: str, body: str, signals: Signals) -> Verdict:
     elif not perf and not (graph and not crash):
         v.out_of_scope_reasons.append("no performance, acceptance or graph-capture problem is "
                                       "described")
-    elif crash and not graph_crash and not spec_words and not _hits(PERF_RE, title, 1):
-        v.out_of_scope_reasons.append("a crash outside graph capture or replay")
-    if negatives and not (signals.has_numbers and perf):
+    elif crash and not graph_crash and not _hits(PERF_RE, title, 1) and (
+            not spec_words or (_hits(CRASH_OUTPUT_RE, body, 1)
+                               and not _hits(PERF_RE, _without_code(prose), 1))):
+        # Speed words in the engine's own log lines are not a question about speed.
+        v.out_of_scope_reasons.append("a crash outside graph capture or replay, with no "
+                                      "question about speed")
+    feature_title = _hits(FEATURE_RE, title, 1)
+    if feature_title and not _hits(SLOWER_RE, title, 1):
+        # "[Feature]"/"[RFC]" asks for something new, whatever numbers argue for it.
+        v.out_of_scope_reasons.append(f"a feature request ({feature_title[0]!r})")
+    elif negatives and not (signals.has_numbers and perf):
         v.out_of_scope_reasons.extend(negatives)
 
     v.in_scope = not v.out_of_scope_reasons
@@ -270,6 +278,12 @@ def _together(title: str, body: str) -> bool:
             if PERF_RE.search(body, start, end if end >= 0 else len(body)):
                 return True
     return False
+
+
+def _without_code(text: str) -> str:
+    """Text outside fenced blocks: what the reporter wrote rather than pasted."""
+    return "\n".join(part for i, part in enumerate(re.split(r"^\s*(?:```|~~~).*$", text,
+                                                            flags=re.M)) if i % 2 == 0)
 
 
 def _prose_only(body: str) -> str:
