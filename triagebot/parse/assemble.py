@@ -532,6 +532,9 @@ _FULL_RE = re.compile(r"\bFULL(?:_AND_PIECEWISE|_DECODE_ONLY)?\b[ _-]*(?:cuda ?g
                       r"cudagraphs?)|cudagraph_mode\W+FULL|\bFULL_AND_PIECEWISE\b|"
                       r"\bFULL_DECODE_ONLY\b|full cuda ?graph capture")
 _PIECEWISE_RE = re.compile(r"\bpiecewise\b", re.I)
+_CONFIG_MODE_RE = re.compile(r"CUDAGRAPH_MODE['\"]?\s*[:=]\s*['\"]?(?:CUDAGRAPHMODE\.)?"
+                             r"(FULL_AND_PIECEWISE|FULL_DECODE_ONLY|FULL|PIECEWISE|NONE)\b",
+                             re.I)
 _FUTURE_RE = re.compile(r"upcoming|follow[- ]up|future|next pr|another pr|will be supported|"
                         r"todo|later", re.I)
 _NO_SPEC_ARM_RE = re.compile(r"\bno[-_ ]?(?:spec|mtp|eagle|draft|sd)\b|baseline|without|w/o|"
@@ -647,6 +650,10 @@ def _modes(a: Assembler) -> None:
         for no, t in text_lines:
             if no in config_lines:
                 continue  # the config's own value, counted above only when runs differ
+            if _CONFIG_MODE_RE.search(t) and not (modes.keys() & {"eager", "cudagraph"}) \
+                    and len({m.group(1).upper() for m in _CONFIG_MODE_RE.finditer(t)}) < 2 \
+                    and len(set(_CONFIG_MODE_RE.findall(joined.upper()))) < 2:
+                continue  # one `cudagraph_mode: FULL` wherever it is written: a setting
             if _FULL_RE.search(t):
                 add("full", Fact("mode", "full", no, t, "prose"))
                 qualified = True
