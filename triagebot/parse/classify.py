@@ -73,7 +73,8 @@ INSTALL_RE = _rx(r"\[installation\]|\binstall(?:ation|ing)? (?:error|fail)|not i
 VERSION_REGRESSION_RE = _rx(
     r"after upgrad|since upgrad|upgrad\w* (?:\w+ ){0,3}from|regress\w* (?:from|between|after|"
     r"since)|from v?\d+\.\d+(?:\.\d+)? to v?\d+\.\d+|performance (?:decrease|drop|regression) "
-    r"after"
+    r"after|(?:slower|worse|faster|better) (?:in|on|with) (?:vllm |sglang )?v?\d+\.\d+[\w.+]* "
+    r"than (?:in |on |with )?(?:vllm |sglang )?v?\d+\.\d+"
 )
 SLOWER_RE = _rx(
     r"\bslow(?:er|s down|ed down|down)?\b|\bworse\b|\bdecreas\w*|\bdrop\w*|\bregress\w*|"
@@ -302,8 +303,11 @@ def _symptom(title: str, body: str, prose: str, spec: bool, graph: bool, crash: 
     slower = _hits(SLOWER_RE, f"{title}\n{prose}", 2)
     # "FULL graphs slower than PIECEWISE with MTP": speculation is on in both arms.
     graph_arms = _hits(GRAPH_MODE_SLOWER_RE, title, 1)
-    if spec and slower and not graph_arms and (_hits(BASELINE_RE, text, 1)
-                                               or _hits(SLOWER_RE, title, 1)):
+    # Two releases compared, and no run without speculation named: the release is blamed.
+    versions_compared = _hits(VERSION_REGRESSION_RE, f"{title}\n{prose[:QUESTION_CHARS]}", 1) \
+        and not _hits(NO_SPEC_RE, text, 1)
+    if spec and slower and not graph_arms and not versions_compared and (
+            _hits(BASELINE_RE, text, 1) or _hits(SLOWER_RE, title, 1)):
         base = _hits(BASELINE_RE, text, 1)
         return "spec_slower_than_baseline", [
             f"slower with speculation: {slower[0]!r}" + (f" vs {base[0]!r}" if base else "")]
