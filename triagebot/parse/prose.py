@@ -94,7 +94,7 @@ def versions(lines: list[Line], facts: Facts) -> None:
                         ver = canonical_version(v.group(1))
                         if ver:
                             facts.add("version", (engine, ver), no, text, "prose", kind)
-        for m in _IMAGE_TAG_RE.finditer(text):
+        for m in (_IMAGE_TAG_RE.finditer(text) if "/" in text and ":" in text else ()):
             engine = "sglang" if "sglang" in m.group(1).lower() else "vllm"
             version = canonical_version(m.group(2))
             if version:
@@ -250,8 +250,11 @@ def gpus(lines: list[Line], facts: Facts) -> None:
             facts.add("gpu", name, no, text, "prose", kind)
         for m in _GPU_COUNT_RE.finditer(text):
             facts.add("gpu_count", int(m.group(1)), no, text, "prose", kind)
-        for m in _GPU_WORD_COUNT_RE.finditer(text):
-            facts.add("gpu_count", _COUNT_WORDS[m.group(1).lower()], no, text, "prose", kind)
+        low = text.lower()
+        if "gpu" in low or "card" in low or "device" in low:  # the pattern's noun: cheap gate
+            for m in _GPU_WORD_COUNT_RE.finditer(text):
+                facts.add("gpu_count", _COUNT_WORDS[m.group(1).lower()], no, text, "prose",
+                          kind)
         for m in _GPU_N_RE.finditer(text):
             n = int(m.group(1))
             if 0 < n <= 64:
