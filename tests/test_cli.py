@@ -71,6 +71,12 @@ def test_engines_vllm_keys_lists_what_a_release_accepts() -> None:
     assert "speculative_config keys" in result.output and "num_speculative_tokens" in result.output
 
 
-def test_engines_vllm_keys_unknown_release_exits_2() -> None:
-    result = runner.invoke(app, ["engines", "vllm-keys", "0.9.0"])
-    assert result.exit_code == 2 and "no known vLLM release" in result.output
+def test_engines_vllm_keys_not_a_version_exits_2() -> None:
+    result = runner.invoke(app, ["engines", "vllm-keys", "latest"])
+    assert result.exit_code == 2 and "not a version" in result.output
+
+
+def test_engines_vllm_keys_unknown_release_shows_the_nearest() -> None:
+    result = runner.invoke(app, ["engines", "vllm-keys", "0.7.3"])
+    assert result.exit_code == 0 and "nearest release to 0.7.3" in result.output
+    assert "vLLM 0.8.5" in result.output

@@ -85,7 +85,29 @@ def read_input(path: str) -> bytes:
         raise typer.Exit(EXIT_USAGE) from None
 
 
-@app.command()
+# One string per paragraph: the help renderer wraps paragraphs itself.
+PARSE_HELP = "\n\n".join((
+    "Read a report into a ReproRequest: every field, its value and where it came from.",
+    "`in_scope` is decided from what the thread asks, and `scope_reasons` says why. A thread "
+    "is in scope when it compares or measures speed (throughput, latency, acceptance) with "
+    "speculative decoding or CUDA/encoder graphs, or reports a crash while capturing or "
+    "replaying graphs; the reasons then name the speculation or graph words, the speed "
+    "words, and whether numbers or a configuration were found.",
+    "It is out of scope when neither speculation nor graphs are involved; when they are "
+    "only mentioned (a roadmap, a list of features) with no sentence, numbers or "
+    "configuration tying them to speed; when it asks about output quality (eval scores, "
+    "outputs that differ) rather than speed; when it is a crash outside graph capture with "
+    "no speed question; or when it is a usage question, a feature request or an "
+    "installation problem without measurements.",
+    "`symptom` says what went wrong: spec_slower_than_baseline, graph_slower_than_eager, "
+    "acceptance_drop, regression_between_versions, crash (the repro is a crash check), "
+    "accuracy (outputs or scores change), other, or null when no problem is reported. A "
+    "value is given only where the text states it; where two readings compete it is null "
+    "and listed in `missing`.",
+))
+
+
+@app.command(help=PARSE_HELP)
 def parse(
     path: Annotated[str, typer.Argument(help="Report file (markdown or a saved page), - "
                                              "for stdin, or an issue/PR URL.")],
@@ -409,7 +431,7 @@ app.add_typer(engines_app, name="engines")
 @engines_app.command("refresh-vllm")
 def refresh_vllm(
     versions: Annotated[list[str] | None, typer.Argument(
-        help="Releases (0.17.1) or local wheel paths; default: every release 0.10-0.33.")] = None,
+        help="Releases (0.17.1) or local wheel paths; default: every release 0.8.5-0.33.")] = None,
     out: Annotated[Path | None, typer.Option(help="Table to write; default: the one shipped "
                                                   "in the package.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Wheel cache directory.")] = None,
@@ -436,7 +458,7 @@ def vllm_keys(
     from triagebot.engines import vllm_catalog as cat
 
     try:
-        release = cat.resolve_release(version)
+        release = cat.nearest_release(version)
     except cat.UnknownRelease as exc:
         Console(stderr=True).print(f"[red]error:[/red] {exc}")
         raise typer.Exit(EXIT_USAGE) from None

@@ -29,6 +29,7 @@ Symptom = Literal[
     "acceptance_drop",
     "crash",
     "regression_between_versions",
+    "accuracy",  # outputs or eval scores change: a correctness question, not speed
     "other",
 ]
 Modality = Literal["text", "image", "video"]
@@ -150,6 +151,9 @@ class ReproRequest(_Model):
     modality: Modality | None = None
     reported_metrics: ReportedMetrics = Field(default_factory=ReportedMetrics)
     symptom: Symptom | None = None
+    # Why the thread was taken up or not, in words (`triagebot parse --help` lists them);
+    # the same as classification.in_scope_reasons or .out_of_scope_reasons.
+    scope_reasons: list[str] = Field(default_factory=list)
 
     # What a reproduction needs beyond the scored fields (design.md §3).
     speculative_config: dict[str, Any] | None = None
@@ -167,6 +171,9 @@ class ReproRequest(_Model):
     classification: Classification = Field(default_factory=Classification)
     evidence: dict[str, list[Evidence]] = Field(default_factory=dict)
     missing: list[str] = Field(default_factory=list)
+    # Values the thread offers for a missing field without saying they ran (a draft
+    # checkpoint named in passing): what a refusal can suggest, never what a plan uses.
+    suggestions: dict[str, list[str]] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     source: SourceInfo = Field(default_factory=SourceInfo)
 

@@ -77,13 +77,18 @@ def test_resolve_version_maps_to_nearest_lower_known(given: str | None, resolved
     assert sglang.resolve_version(given) == resolved
 
 
-@pytest.mark.parametrize("version", ["0.4.9", "0.3.6", "0.5.24", "0.6.0"])
-def test_versions_outside_the_table_are_refused_with_the_range(version: str) -> None:
+@pytest.mark.parametrize(("version", "nearest"), [("0.4.9", "0.4.10.post2"),
+                                                  ("0.3.6", "0.4.10.post2"),
+                                                  ("0.5.24", "0.5.23"), ("0.6.0", "0.5.23")])
+def test_versions_outside_the_table_plan_on_the_nearest_known(version: str,
+                                                               nearest: str) -> None:
+    assert sglang.resolve_version(version) == nearest
+
+
+def test_a_version_that_is_not_one_is_refused_with_the_range() -> None:
     with pytest.raises(PlanRejected) as err:
-        sglang.resolve_version(version)
-    assert err.value.field == "version"
-    assert "0.4.10.post2 to 0.5.23" in str(err.value)
-    assert err.value.accepted[0] == "0.4.10.post2" and err.value.accepted[-1] == "0.5.23"
+        sglang.resolve_version("latest")
+    assert err.value.field == "version" and "0.4.10.post2 to 0.5.23" in str(err.value)
 
 
 def test_adapter_finds_the_module() -> None:

@@ -92,16 +92,45 @@ def test_history_matches_reference() -> None:
         ("0.10.1.1", "0.10.1.1"),
         ("0.23.1rc1.dev901+g2f3f441f8", "0.23.0"),  # a main build after 0.23.0
         ("0.20.3", "0.20.2"),  # a patch we do not know: nearest lower, same minor
+        ("0.9", "0.9.0"),  # a report that names only the minor
+        ("0.9.2", "0.9.2"),
+        ("0.8.5", "0.8.5"),  # the oldest release vLLM's CPU build has
     ],
 )
 def test_resolve_release(given: str, expected: str) -> None:
     assert cat.resolve_release(given) == expected
 
 
-@pytest.mark.parametrize("given", ["0.9.2", "0.34.0", "0.11.0rc1", "latest", ""])
+@pytest.mark.parametrize("given", ["0.34.0", "0.11.0rc1", "0.8.4", "latest", ""])
 def test_resolve_release_refuses(given: str) -> None:
     with pytest.raises(UnknownRelease):
         cat.resolve_release(given)
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("0.17.1", "0.17.1"),  # known: the same answer as resolve_release
+        ("0.34.0", "0.33.0"),  # newer than the table: the newest known
+        ("0.11.0rc1", "0.10.2"),  # a pre-release of a minor: the release before it
+        ("0.7.3", "0.8.5"),  # older than the table: the oldest known
+        ("0.28.1rc1.dev380+g25268f0c9", "0.28.0"),
+    ],
+)
+def test_nearest_release_never_refuses_a_version(given: str, expected: str) -> None:
+    assert cat.nearest_release(given) == expected
+
+
+@pytest.mark.parametrize("given", ["latest", "", "main"])
+def test_nearest_release_refuses_what_is_not_a_version(given: str) -> None:
+    with pytest.raises(UnknownRelease):
+        cat.nearest_release(given)
+
+
+def test_every_release_the_cpu_build_can_provision_is_in_the_table() -> None:
+    known = cat.releases()
+    for version in ("0.8.5", "0.9.0", "0.9.0.1", "0.9.1", "0.9.2", "0.10.0"):
+        assert version in known
 
 
 # --- the version test: one plan, four releases ---------------------------------------------

@@ -329,12 +329,14 @@ def test_default_versions_offline_uses_cache_names(tmp_path: Path) -> None:
 
 def test_default_versions_online_parses_pip_index(tmp_path: Path) -> None:
     def fake_index(cmd: list[str]) -> subprocess.CompletedProcess[str]:
-        out = "vllm (0.33.0)\nAvailable versions: 0.33.0, 0.17.1, 0.17.0, 0.9.2, 0.11.0rc1\n"
+        out = ("vllm (0.33.0)\nAvailable versions: 0.33.0, 0.17.1, 0.17.0, 0.9.2, 0.11.0rc1, "
+               "0.8.4\n")
         return subprocess.CompletedProcess(cmd, 0, out, "")
 
     versions = default_versions(tmp_path, offline=False, run=fake_index)
     assert {"0.17.0", "0.17.1", "0.33.0"} <= set(versions)
-    assert "0.9.2" not in versions and "0.11.0rc1" not in versions
+    assert "0.9.2" in versions  # 0.9.x and 0.8.5 are as far back as vLLM's CPU build goes
+    assert "0.8.4" not in versions and "0.11.0rc1" not in versions
 
 
 def test_pip_timeout_is_recorded_not_raised(tmp_path: Path) -> None:

@@ -35,11 +35,16 @@ def _check(actual: dict[str, Any], expected: dict[str, Any]) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_composed_report(path: Path) -> None:
+def check_labelled(path: Path) -> list[str]:
+    """What `path` (a report beside its .expect.json) gets wrong, field by field."""
     spec = _expectation(path)
     req = parse_report(path.read_bytes(), title=spec["title"], repo=spec.get("repo"))
-    problems = _check(req.model_dump(), spec["expect"])
+    return _check(req.model_dump(), spec["expect"])
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_composed_report(path: Path) -> None:
+    problems = check_labelled(path)
     assert not problems, "\n".join(problems)
 
 

@@ -102,18 +102,15 @@ def _range() -> str:
 
 
 def resolve_version(version: str | None) -> str:
-    """The known release that describes `version` (the nearest one at or below it)."""
+    """The known release that describes `version`: the nearest one at or below it, or
+    the oldest known for an older one (the plan says which ran); only text that is not a
+    version is refused."""
     if version is None:
         return LATEST
     key = _key(version)
     strict = _is_prerelease(version)
     below = [v for v in KNOWN if _key(v) < key or (not strict and _key(v) == key)]
-    if not below or key > _key(KNOWN[-1]):
-        raise PlanRejected(
-            f"sglang {version} is outside the releases this tool knows ({_range()})",
-            field="version", accepted=list(KNOWN),
-        )
-    return below[-1]
+    return below[-1] if below else KNOWN[0]
 
 
 def release(version: str | None) -> Release:

@@ -96,9 +96,11 @@ T = TypeVar("T")
 
 
 def resolve_version(version: str | None) -> str:
+    """The table release that stands for `version`; an unknown one gets the nearest
+    known release (the plan says so), only a non-version is refused."""
     if version is None:
         return cat.releases()[-1]
-    return _catalog(cat.resolve_release, version)
+    return _catalog(cat.nearest_release, version)
 
 
 def _version(cell: Cell) -> str:

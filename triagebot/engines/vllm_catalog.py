@@ -1,7 +1,7 @@
 """What each vLLM release accepts, and how to say a config so that release takes it.
 
 vLLM turns an unknown `speculative_config` / `compilation_config` key into a crash,
-and keys, method names and enum values moved between 0.10 and 0.33 (engines.md §7).
+and keys, method names and enum values moved between 0.8.5 and 0.33 (engines.md §7).
 The facts live in `data/vllm_releases.json`, extracted from each release's own wheel
 by `vllm_refresh` (`triagebot engines refresh-vllm`). This module only reads that
 table: no I/O beyond the packaged file, no imports of vLLM.
@@ -131,6 +131,8 @@ def _parse(version: str) -> tuple[tuple[int, ...], str]:
     if match is None:
         raise UnknownRelease(f"not a version: {version!r}")
     release = tuple(int(part) for part in match.group("release").split("."))
+    # "0.9" in a report means the 0.9.0 line: compare it as 0.9.0, not below it.
+    release += (0,) * (3 - len(release))
     return release, match.group("rest").lstrip(".-_").lower()
 
 
@@ -184,6 +186,24 @@ def resolve_release(version: str) -> str:
             f"known: {', '.join(known)}"
         )
     return max(candidates, key=version_key)
+
+
+def nearest_release(version: str) -> str:
+    """The table release a plan runs for `version`, even one the table does not know.
+
+    `resolve_release` when it has an answer; otherwise the newest known release below
+    `version` (a build of an unknown minor sits on the code of the release before it),
+    or the oldest known one for a version older than the whole table. Callers that take
+    the fallback must say so: the keys checked are those of the release returned.
+    Raises UnknownRelease only for text that is not a version ("latest", "").
+    """
+    try:
+        return resolve_release(version)
+    except UnknownRelease:
+        release, _ = _parse(version)  # re-raises for non-versions
+    known = releases()
+    below = [v for v in known if version_key(v) < release]
+    return max(below, key=version_key) if below else known[0]
 
 
 def release_info(version: str) -> ReleaseInfo:

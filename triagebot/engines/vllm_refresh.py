@@ -31,12 +31,12 @@ from triagebot.engines.vllm_catalog import (
 # The maintenance command's defaults: every final release of these minors, plus the
 # releases tests and the issue name exactly (listed so a PyPI hiccup shows up as a
 # recorded failure rather than a missing row).
-MINORS = range(10, 34)
-EXACT_RELEASES = ("0.10.0", "0.10.1.1", "0.11.0", "0.17.1", "0.20.2", "0.33.0")
+MINORS = range(9, 34)
+EXACT_RELEASES = ("0.8.5", "0.10.0", "0.10.1.1", "0.11.0", "0.17.1", "0.20.2", "0.33.0")
 
 # What `triagebot engines refresh-vllm` writes and where it keeps wheels by default.
 SHIPPED_TABLE = Path(__file__).resolve().parent / "data" / "vllm_releases.json"
-DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "vllm-wheels"  # ~14 GB for 0.10-0.33
+DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "vllm-wheels"  # ~16 GB for 0.8.5-0.33
 
 # Where each class lived over time (engines.md §7): newest layout first.
 SPEC_FILES = ("vllm/config/speculative.py", "vllm/config/__init__.py", "vllm/config.py")
@@ -97,7 +97,8 @@ def refresh(
 
 
 def default_versions(cache: Path, offline: bool, run: Runner | None = None) -> list[str]:
-    """Every final release of minors 0.10..0.33, plus `EXACT_RELEASES`.
+    """Every final release of minors 0.9..0.33, plus `EXACT_RELEASES` (0.8.5 is the oldest
+    release vLLM's CPU build has, so the oldest triagebot can provision).
 
     Every patch, not just the newest per minor: `resolve_release` only falls back to a
     lower release of the same minor, so a report on 0.17.0 needs 0.17.0 in the table.
@@ -348,6 +349,11 @@ def _is_init_field(node: ast.AnnAssign) -> bool:
     if name.startswith("_") or "ClassVar" in ast.unparse(node.annotation):
         return False
     value = node.value
+    # 0.8.x declared CompilationConfig as a pydantic model whose private state is
+    # `x: T = PrivateAttr` (or `PrivateAttr(...)`): not a constructor argument.
+    if (isinstance(value, ast.Name) and value.id == "PrivateAttr") or (
+            isinstance(value, ast.Call) and _call_name(value) == "PrivateAttr"):
+        return False
     if isinstance(value, ast.Call) and _call_name(value) in {"field", "Field"}:
         for kw in value.keywords:
             if kw.arg == "init" and isinstance(kw.value, ast.Constant) and not kw.value.value:

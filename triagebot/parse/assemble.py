@@ -59,6 +59,20 @@ class Assembler:
         self.runs: list[RunConfig] = []
         self.sampling: RunConfig | None = None
         self.env_assignments: list[tuple[str, str, int]] = []
+        self.conflicts: dict[str, str] = {}
+
+    def competing(self, field: str, facts: list[Fact], values: list[Any]) -> None:
+        """Record a field stated with different values: it stays null, and the warning
+        quotes each reading so the bot can ask the reporter which one ran."""
+        seen: list[tuple[Any, Fact]] = []
+        for value, fact in zip(values, facts, strict=False):
+            if value is not None and value not in [v for v, _ in seen]:
+                seen.append((value, fact))
+        if len(seen) > 1:
+            spans = "; ".join(f"{v!r} at line {f.line}: {f.text.strip()[:80]!r}"
+                              for v, f in seen[:4])
+            self.conflicts[field] = (f"{field} is stated with {len(seen)} different values "
+                                     f"({spans}); left empty for the reporter to confirm")
 
     # --- evidence -------------------------------------------------------------------
 
@@ -76,7 +90,7 @@ class Assembler:
 
     def add_run_facts(self) -> None:
         for run in self.runs + ([self.sampling] if self.sampling else []):
-            for key, (value, line, text) in run.settings.items():
+            for key, (value, line, text) in [*run.settings.items(), *run.later]:
                 self.facts.add(f"run:{key}", value, line, text, run.source)
                 if key == "spec_config":
                     for sub, val in spec_config_settings(value).items():
@@ -103,8 +117,9 @@ def resolve(a: Assembler, dump: envdump.EnvDump, numbers: list[ReportedNumber]) 
     req = a.req
     env, env_evidence = dump.environment, dump.evidence
     lines = list(prose.iter_lines(a.doc.title, a.doc.body_lines))
-    for fn in (prose.engine_mentions, prose.versions, prose.models, prose.gpus, prose.numbers,
-               prose.table_spec_tokens):
+    for fn in (prose.engine_mentions, prose.versions, prose.printed_versions, prose.models,
+               prose.gpus, prose.numbers,
+               prose.table_spec_tokens, prose.table_models):
         fn(lines, a.facts)
     a.add_run_facts()
 
@@ -126,10 +141,16 @@ def resolve(a: Assembler, dump: envdump.EnvDump, numbers: list[ReportedNumber]) 
     req.arms = _arms(a)
     req.workload = _workload(a)
     req.missing = _missing(req)
+    if req.in_scope:
+        req.missing += [f for f in a.conflicts if f not in req.missing]
+    if "draft_models" in req.missing:
+        req.suggestions["draft_models"] = _draft_suggestions(a)
+        if not req.suggestions["draft_models"]:
+            del req.suggestions["draft_models"]
     req.source = SourceInfo(title=a.doc.title, repo=a.repo, chars=a.doc.chars,
                             lines=len(a.doc.lines), scraped_page=a.doc.scraped,
                             truncated=a.doc.truncated)
-    req.warnings = list(a.doc.warnings)
+    req.warnings = list(a.doc.warnings) + list(a.conflicts.values())
     return req
 
 
@@ -230,6 +251,10 @@ def _models(a: Assembler) -> None:
         if name:
             drafts.append((name, f))
     engine_models = [f for f in a.values("model", engine_side_only=True)]
+    # transformers loads the assistant with from_pretrained too: that load is the draft's.
+    draft_ids = {n.lower() for n, _ in drafts}
+    engine_models = [f for f in engine_models if not (
+        "from_pretrained" in f.text and (canonical_model(f.value) or "").lower() in draft_ids)]
     client_models = [f for f in a.values("model") if f not in engine_models]
     targets: list[tuple[str, Fact]] = []
     for f in engine_models or client_models:
@@ -243,10 +268,21 @@ def _models(a: Assembler) -> None:
     draft_names = _unique([n for n, _ in drafts])
     a.req.draft_models = [n for n in draft_names if n.lower() not in
                           {t.lower() for t, _ in targets} or not targets]
-    a.req.models = [n for n in _unique([n for n, _ in targets])
-                    if n.lower() not in {d.lower() for d in a.req.draft_models}]
+    a.req.models = _drop_shortened(
+        [n for n in _unique([n for n, _ in targets])
+         if n.lower() not in {d.lower() for d in a.req.draft_models}])
     a.cite("models", [f for n, f in targets if n in a.req.models])
     a.cite("draft_models", [f for n, f in drafts if n in a.req.draft_models])
+
+
+def _drop_shortened(names: list[str]) -> list[str]:
+    """Without a title's short form of an id the body spells out: "Qwen2.5-VL-7B" beside
+    "Qwen/Qwen2.5-VL-7B-Instruct" is one model, named twice."""
+    def tail(name: str) -> str:
+        return name.split("/")[-1].lower()
+
+    return [n for n in names if not any(
+        m != n and "/" in m and "/" not in n and tail(m).startswith(tail(n)) for m in names)]
 
 
 def _unique(items: list[str]) -> list[str]:
@@ -289,6 +325,9 @@ def _method(a: Assembler) -> None:
     title_methods = [m for m, f in found if f.kind == "title"]
     method = title_methods[0] if title_methods and found[0][1].kind != "config" \
         else counts.most_common(1)[0][0]
+    if method == "eagle" and counts.get("eagle3") and not any(
+            m == "eagle" and f.kind != "title" for m, f in found):
+        method = "eagle3"  # a title's "EAGLE" names the family; the body says which one
     if a.req.engine == "sglang" and method == "eagle" and not a.req.draft_models and any(
             _NATIVE_MTP_MODEL_RE.search(m) for m in a.req.models):
         method = "mtp"
@@ -323,6 +362,7 @@ def _parallel(a: Assembler) -> None:
         if not facts:
             value = single([f.value for f in a.facts.get(key)])
             facts = a.facts.get(key)
+        a.competing(field, facts, [as_int(f.value, 1, 1024) for f in facts])
         setattr(a.req, field, value)
         if value is not None:
             a.cite(field, facts)
@@ -349,6 +389,7 @@ def _hardware(a: Assembler, env: Environment, ev: dict[str, tuple[int, str]],
         a.cite("gpu", same)
     counts = a.facts.get("gpu_count")
     count = single([f.value for f in counts])
+    a.competing("gpu_count", counts, [f.value for f in counts])
     if count is not None:
         a.req.gpu_count = count
         a.cite("gpu_count", counts)
@@ -362,6 +403,7 @@ def _sampling(a: Assembler) -> None:
     if value is None and not temps:
         temps = a.facts.get("temperature")
         value = single([f.value for f in temps])
+    a.competing("temperature", temps, [as_float(f.value, 0.0, 5.0) for f in temps])
     if value is None and any(as_bool(f.value) is False for f in a.values("do_sample")):
         value, temps = 0.0, a.values("do_sample")
     a.req.temperature = value
@@ -374,6 +416,7 @@ def _sampling(a: Assembler) -> None:
     if value_i is None and not maxes:
         maxes = a.facts.get("max_tokens")
         value_i = single([f.value for f in maxes])
+    a.competing("max_tokens", maxes, [as_int(f.value, 1, 10_000_000) for f in maxes])
     a.req.max_tokens = value_i
     if value_i is not None:
         a.cite("max_tokens", maxes)
@@ -385,6 +428,7 @@ def _sampling(a: Assembler) -> None:
         seqs = [f for f in a.values("max_num_seqs") if as_int(f.value) == 1]
         conc = seqs or a.facts.get("concurrency")
         value_c = single([as_int(f.value) for f in conc])
+    a.competing("concurrency", conc, [as_int(f.value, 1, 1_000_000) for f in conc])
     a.req.concurrency = value_c
     if value_c is not None:
         a.cite("concurrency", conc)
@@ -448,12 +492,34 @@ def _classify(a: Assembler, numbers: list[ReportedNumber]) -> None:
         traceback="Traceback (most recent call last)" in body,
     )
     v = classify.classify(a.doc.title or "", body, signals)
+    if v.in_scope and v.symptom is None:
+        v.symptom, v.symptom_reasons = _symptom_from_numbers(a.req, v.is_spec)
     a.req.in_scope = v.in_scope
     a.req.is_spec_decode_perf_report = v.is_spec
     a.req.symptom = v.symptom  # type: ignore[assignment]
     a.req.classification = Classification(
         in_scope_reasons=v.in_scope_reasons, spec_reasons=v.spec_reasons,
         out_of_scope_reasons=v.out_of_scope_reasons, symptom_reasons=v.symptom_reasons)
+    a.req.scope_reasons = list(v.in_scope_reasons if v.in_scope else v.out_of_scope_reasons)
+
+
+def _symptom_from_numbers(req: ReproRequest, spec: bool) -> tuple[str | None, list[str]]:
+    """A problem stated only by the numbers: the spec arm's tok/s below the baseline's,
+    or the graph arm's below eager's. Only arms whose names say which is which count."""
+    speeds: dict[str, list[tuple[float, str]]] = {}
+    for num in req.reported:
+        if num.metric == "output_tok_s" and num.arm:
+            for kind in arm_kinds(num.arm):
+                speeds.setdefault(kind, []).append((num.value, num.arm))
+    for on, off, symptom in (("spec", "no_spec", "spec_slower_than_baseline"),
+                             ("cudagraph", "eager", "graph_slower_than_eager")):
+        if (on == "spec" and not spec) or not speeds.get(on) or not speeds.get(off):
+            continue
+        slow, fast = max(speeds[on]), max(speeds[off])
+        if slow[0] < fast[0]:
+            return symptom, [f"the numbers: {slow[1]!r} {slow[0]:g} tok/s < {fast[1]!r} "
+                             f"{fast[0]:g} tok/s"]
+    return None, []
 
 
 _ENCODER_RE = re.compile(r"\bvit\b|vision (?:encoder|tower)|mm[-_ ]encoder|encoder[-_ ]"
@@ -466,10 +532,50 @@ _FULL_RE = re.compile(r"\bFULL(?:_AND_PIECEWISE|_DECODE_ONLY)?\b[ _-]*(?:cuda ?g
                       r"cudagraphs?)|cudagraph_mode\W+FULL|\bFULL_AND_PIECEWISE\b|"
                       r"\bFULL_DECODE_ONLY\b|full cuda ?graph capture")
 _PIECEWISE_RE = re.compile(r"\bpiecewise\b", re.I)
+_CONFIG_MODE_RE = re.compile(r"CUDAGRAPH_MODE['\"]?\s*[:=]\s*['\"]?(?:CUDAGRAPHMODE\.)?"
+                             r"(FULL_AND_PIECEWISE|FULL_DECODE_ONLY|FULL|PIECEWISE|NONE)\b",
+                             re.I)
 _FUTURE_RE = re.compile(r"upcoming|follow[- ]up|future|next pr|another pr|will be supported|"
                         r"todo|later", re.I)
 _NO_SPEC_ARM_RE = re.compile(r"\bno[-_ ]?(?:spec|mtp|eagle|draft|sd)\b|baseline|without|w/o|"
                              r"vanilla|^main$|disabled?", re.I)
+# How a results row, a labelled block or a table names its arm. An arm name that says
+# "no MTP" or "baseline" is a run without speculation; one naming a method is a run with.
+_ARM_NO_SPEC_RE = re.compile(
+    r"\bno[-_ ]?(?:spec\w*|mtp|eagle\d?|draft|sd|ngram)\b|\bbaseline\b|\bwithout\b|"
+    r"\bw/o\b|\bvanilla\b|\bplain\b|^\s*(?:off|none|disabled?|target(?: only)?|ar|"
+    r"autoregressive|no)\s*$|\bdisabled?\b|\bnon[-_ ]spec", re.I)
+_ARM_SPEC_RE = re.compile(
+    r"spec(?:ulat\w*|[-_ ]?dec\w*)?\b|\bmtp\d?\b|\beagle[-_]?\d?\b|\bn-?gram\b|\bdraft\b|"
+    r"\bmedusa\b|\bdflash\b|\bsuffix\b|\bnextn\b|prompt[-_ ]lookup|\bk\s?=\s?\d", re.I)
+_ARM_EAGER_RE = re.compile(r"\beager\b|no[-_ ]?(?:cuda[-_ ]?)?graphs?\b|"
+                           r"(?:cuda[-_ ]?graphs?|cudagraphs?)[-_ :=]*(?:off|none|disabled?)\b",
+                           re.I)
+_ARM_GRAPH_RE = re.compile(r"(?<!no )(?<!no-)(?<!no_)\b(?:cuda[-_ ]?graphs?|cudagraphs?|"
+                           r"graph mode|graphs? on)\b", re.I)
+
+
+def arm_kinds(name: str) -> set[str]:
+    """The execution modes an arm's own name states: `spec`/`no_spec`, `eager`/`cudagraph`."""
+    kinds: set[str] = set()
+    if _ARM_NO_SPEC_RE.search(name):
+        kinds.add("no_spec")
+    elif _ARM_SPEC_RE.search(name):
+        kinds.add("spec")
+    if _ARM_EAGER_RE.search(name):
+        kinds.add("eager")
+    elif _ARM_GRAPH_RE.search(name):
+        kinds.add("cudagraph")
+    return kinds
+
+
+def _reported_arms(req: ReproRequest) -> dict[str, tuple[set[str], ReportedNumber]]:
+    """Arm names from results tables, labelled blocks and result lines, with their kinds."""
+    arms: dict[str, tuple[set[str], ReportedNumber]] = {}
+    for num in req.reported:
+        if num.arm and num.arm not in arms:
+            arms[num.arm] = (arm_kinds(num.arm), num)
+    return arms
 
 
 def _modes(a: Assembler) -> None:
@@ -482,6 +588,7 @@ def _modes(a: Assembler) -> None:
                                                  for k in f.value)
                for f in a.values("compilation_config"))
     modes: dict[str, Fact | None] = {}
+    arm_modes: dict[str, Fact] = {}
 
     def add(mode: str, fact: Fact | None) -> None:
         if encoder and mode in ("eager", "cudagraph", "full", "piecewise"):
@@ -502,20 +609,51 @@ def _modes(a: Assembler) -> None:
         add("no_spec", None)
     for f in a.values("enforce_eager"):
         add("eager" if as_bool(f.value) else "cudagraph", f)
+    # Two invocations of one program, one with --enforce-eager and one without: the
+    # difference between them is the axis.
+    eager_runs = [r for r in engine_runs if "enforce_eager" in r.settings
+                  and as_bool(r.get("enforce_eager"))]
+    graph_runs = [r for r in engine_runs if "enforce_eager" not in r.settings
+                  and any(e.origin == r.origin for e in eager_runs)]
+    if graph_runs:
+        add("cudagraph", Fact("mode", "cudagraph", graph_runs[0].line, graph_runs[0].text,
+                              "cmdline"))
+    # A graph mode set in a config is a mode compared only when runs differ in it; one
+    # value on every run is the setting, not a comparison.
+    config_modes: list[tuple[str, Fact]] = []
     for f in a.values("compilation_config"):
         if isinstance(f.value, dict) and "cudagraph_mode" in f.value:
             mode = canonical_mode(str(f.value["cudagraph_mode"]))
             if mode:
-                add(mode, f)
+                config_modes.append((mode, f))
     for f in a.values("cudagraph_mode"):
         mode = canonical_mode(str(f.value))
         if mode:
+            config_modes.append((mode, f))
+    if len({m for m, _ in config_modes}) > 1 or modes.keys() & {"eager", "cudagraph"}:
+        for mode, f in config_modes:
             add(mode, f)
+    config_lines = {f.line for _, f in config_modes}
+    for name, (kinds, num) in _reported_arms(req).items():
+        for kind in kinds:
+            arm_fact = Fact("mode", kind, num.evidence.line if num.evidence else 0,
+                            num.evidence.text if num.evidence else name, "results")
+            arm_modes.setdefault(kind, arm_fact)
+    for pair in (("spec", "no_spec"), ("eager", "cudagraph")):
+        if all(k in arm_modes for k in pair):
+            for k in pair:
+                add(k, arm_modes[k])
     if a.values("encoder_graph"):
         add("cudagraph", _first(a.values("encoder_graph")))
     if req.in_scope:
         qualified = False
         for no, t in text_lines:
+            if no in config_lines:
+                continue  # the config's own value, counted above only when runs differ
+            if _CONFIG_MODE_RE.search(t) and not (modes.keys() & {"eager", "cudagraph"}) \
+                    and len({m.group(1).upper() for m in _CONFIG_MODE_RE.finditer(t)}) < 2 \
+                    and len(set(_CONFIG_MODE_RE.findall(joined.upper()))) < 2:
+                continue  # one `cudagraph_mode: FULL` wherever it is written: a setting
             if _FULL_RE.search(t):
                 add("full", Fact("mode", "full", no, t, "prose"))
                 qualified = True
@@ -534,6 +672,17 @@ def _modes(a: Assembler) -> None:
                      re.I) and "full" not in modes and "piecewise" not in modes:
             add("eager", Fact("mode", "eager", 0, title, "title", "title"))
             add("cudagraph", Fact("mode", "cudagraph", 0, title, "title", "title"))
+    # The symptom is itself a comparison: "slower than without speculation" has two arms.
+    if req.symptom == "spec_slower_than_baseline":
+        add("spec", _first(a.values("spec_config") + a.values("method")))
+        add("no_spec", None)
+    elif req.symptom == "graph_slower_than_eager" and not modes.keys() & {"full",
+                                                                          "piecewise"}:
+        add("eager", None)
+        add("cudagraph", None)
+    if "no_spec" in modes and "spec" not in modes and req.spec_method:
+        # A baseline without speculation is compared with the method the report names.
+        add("spec", _first(a.values("spec_config") + a.values("method")))
     order = ["spec", "no_spec", "eager", "cudagraph", "piecewise", "full", "vit_eager",
              "vit_cudagraph"]
     req.modes_compared = [m for m in order if m in modes]  # type: ignore[misc]
@@ -550,18 +699,29 @@ def _first(facts: list[Fact]) -> Fact | None:
 
 
 _IMAGE_RE = re.compile(r"image_url|\"image\"\s*:\s*[1-9]|image=[1-9]|multi_modal_data=\{\s*"
-                       r"['\"]image|--modality image|<image>|visionarena|mmmu|\bimages?\b.*"
-                       r"(?:input|prompt)", re.I)
+                       r"['\"]image|['\"]multi_modal_data['\"]\s*:\s*\{\s*['\"]image|"
+                       r"\bimages?=[A-Za-z_\[]|PIL\.Image|Image\.open\(|--modality image|"
+                       r"<image>|visionarena|mmmu|\bimages?\b.*(?:input|prompt)", re.I)
 _VIDEO_RE = re.compile(r"video_url|\"video\"\s*:\s*[1-9]|video=[1-9]|--modality video|"
-                       r"['\"]video['\"]\s*:\s*\[", re.I)
+                       r"['\"]video['\"]\s*:\s*(?:\[|[A-Za-z_])|\bvideos?=[A-Za-z_\[]", re.I)
 _VLM_RE = re.compile(r"\bVLM\b|-VL\b|-VL-|\bOCR\b|vision|multimodal|multi-modal|--mllm|"
                      r"\bmllm\b|\d+V\b|\d+V-", re.I)
+
+
+_IMAGE_NOUN_RE = re.compile(r"\b(?:images?|pictures?|photos?|screenshots?|charts?|diagrams?|"
+                            r"scanned (?:pages?|documents?))\b", re.I)
+_VIDEO_NOUN_RE = re.compile(r"\bvideos?\b|\bvideo frames\b|\bclips?\b", re.I)
 
 
 def _modality(a: Assembler) -> None:
     body = "\n".join(a.doc.body_lines)
     image = _IMAGE_RE.search(body)
     video = _VIDEO_RE.search(body)
+    vision_model = any(_VLM_RE.search(m) for m in a.req.models)
+    if vision_model and not (image or video):
+        # A vision model fed "screenshots" or "videos": the inputs are named in words.
+        image = _IMAGE_NOUN_RE.search(body)
+        video = _VIDEO_NOUN_RE.search(body)
     if image and not video:
         a.req.modality = "image"
     elif video and not image:
@@ -646,6 +806,27 @@ def _workload(a: Assembler) -> Workload:
         w.image_inputs = single([as_int(v.get("image"), 0) for v in limits])
         w.video_inputs = single([as_int(v.get("video"), 0) for v in limits])
     return w
+
+
+_ANY_HF_ID_RE = re.compile(r"(?<![\w/.:-])([A-Za-z0-9][\w.-]{1,60}/[A-Za-z0-9][\w.+-]{2,90})"
+                           r"(?![\w/])")
+_DRAFTISH_RE = re.compile(r"eagle|draft|speculator|medusa|dflash|assistant", re.I)
+
+
+def _draft_suggestions(a: Assembler) -> list[str]:
+    """Checkpoints anywhere in the thread whose name says they are drafts, for a method
+    that needs one when no run or sentence says which draft ran."""
+    found: list[str] = []
+    targets = {m.lower() for m in a.req.models}
+    for line in a.doc.body_lines:
+        if "/" not in line or "github.com" in line:
+            continue
+        for m in _ANY_HF_ID_RE.finditer(line):
+            name = canonical_model(m.group(1).rstrip(".,;:"))
+            if name and _DRAFTISH_RE.search(name.split("/")[-1]) and \
+                    name.lower() not in targets and name not in found:
+                found.append(name)
+    return found[:3]
 
 
 def _missing(req: ReproRequest) -> list[str]:

@@ -73,11 +73,13 @@ INSTALL_RE = _rx(r"\[installation\]|\binstall(?:ation|ing)? (?:error|fail)|not i
 VERSION_REGRESSION_RE = _rx(
     r"after upgrad|since upgrad|upgrad\w* (?:\w+ ){0,3}from|regress\w* (?:from|between|after|"
     r"since)|from v?\d+\.\d+(?:\.\d+)? to v?\d+\.\d+|performance (?:decrease|drop|regression) "
-    r"after"
+    r"after|(?:slower|worse|faster|better) (?:in|on|with) (?:vllm |sglang )?v?\d+\.\d+[\w.+]* "
+    r"than (?:in |on |with )?(?:vllm |sglang )?v?\d+\.\d+"
 )
 SLOWER_RE = _rx(
     r"\bslow(?:er|s down|ed down|down)?\b|\bworse\b|\bdecreas\w*|\bdrop\w*|\bregress\w*|"
-    r"\blower (?:throughput|performance|speed)|\bno (?:speed ?up|improvement|gain)|"
+    r"\blower (?:throughput|performance|speed)|\b(?:is|was|are|were|gets?|got) lower\b|"
+    r"\bno (?:speed ?up|improvement|gain)|"
     r"\bnot (?:improved|faster)|\bhave not improved|\bless than\b|\bdegrad\w*|\b0\.\d+x\b|"
     r"< ?no_|\bdespite\b|\b(?:latency|overhead) (?:regression|increase)|\+\d+(?:\.\d+)?% "
 )
@@ -85,7 +87,8 @@ SLOWER_RE = _rx(
 # comparisons ("than the target", "spec is slower") that do not name such a run.
 _NO_SPEC_WORDS = (
     r"baseline|without (?:spec|mtp|eagle|ngram|draft|speculat)|no[-_ ]?(?:spec|mtp|eagle)|"
-    r"w/o (?:spec|mtp)|vanilla|main model only|with or without|non-spec|disabl\w* (?:spec|mtp)"
+    r"w/o (?:spec|mtp)|vanilla|main model only|with or without|non-spec|disabl\w* (?:spec|mtp)|"
+    r"(?:than|vs\.?|versus) without\b"
 )
 NO_SPEC_RE = _rx(_NO_SPEC_WORDS)
 BASELINE_RE = _rx(
@@ -102,12 +105,25 @@ ACCEPT_DROP_RE = _rx(
 GRAPH_SLOWER_RE = _rx(
     r"(?:cuda[-_ ]?graphs?|cudagraphs?|graph mode|\bgraphs?\b)[^.\n]{0,60}\b(?:slower|worse) "
     r"than (?:the )?(?:eager|enforce|--enforce)|eager[^.\n]{0,40}faster than[^.\n]{0,20}"
-    r"(?:cuda ?graph|cudagraph|graph)"
+    r"(?:cuda ?graph|cudagraph|graph)|faster (?:with|in|using|under) [^.\n]{0,20}eager"
+    r"[^.\n]{0,20} than [^.\n]{0,20}(?:cuda ?graph|cudagraph|graph)"
+)
+GRAPH_MODE_SLOWER_RE = _rx(
+    r"(?:slower|worse|faster|better) (?:than|vs\.?) (?:the )?(?:--)?(?:piecewise|full\w*|"
+    r"eager|enforce[-_]eager|cuda ?graphs?|cudagraphs?)\b"
 )
 BUG_RE = _rx(
     r"\bbug(?:fix)?\b|\bfix(?:es|ed)?\b|misleading|\bno-?op\b|silently|\bbypass\w*|\bbroken\b|"
     r"\bincorrect\b|\bwrong\b|\bnever\b|\bunexpected\w*|\bnot (?:work|captured|applied|used)|"
     r"\bunchanged\b|\bidentical\b"
+)
+# Output quality rather than speed: eval scores, outputs that differ between arms.
+ACCURACY_RE = _rx(
+    r"\baccuracy\b|\bexact[ _]match\b|\bgsm8k\b|\bmmlu\b|\bhumaneval\b|lm[-_]eval|"
+    r"\beval(?:uation)? scores?\b|outputs? (?:differ|diverge|mismatch|change)\w*|"
+    r"(?:not|aren't|isn't|are not|is not) (?:the same|identical)|\bcorrectness\b|"
+    r"\bgibberish\b|\bgarbage (?:output|text)|wrong (?:answers?|outputs?|tokens?)|"
+    r"\bdifferent (?:outputs?|results|text|answers?)\b"
 )
 FEATURE_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:support|add|apply|implement|enable|"
                        r"introduce|use|optimi[sz]e|speed ?up|accelerate|refactor|expose)\b")
@@ -127,10 +143,49 @@ def _hits(pattern: re.Pattern[str], text: str, limit: int = 3) -> list[str]:
 # Scope and symptom are stated early; past this many characters a thread is logs and
 # pasted output, which would only slow the word scan down.
 CLASSIFY_CHARS = 40_000
+# What a thread asks (speed or output quality) is said near its top, not in pasted output.
+QUESTION_CHARS = 6_000
+
+
+def _condensed(body: str) -> str:
+    """The body within CLASSIFY_CHARS, with long pasted blocks cut to their ends.
+
+    A 60 KB server log pasted above the question, fenced or not, must not push the
+    question out of reach; a block's first and last lines (a command, a traceback's
+    error) are kept.
+    """
+    if len(body) <= CLASSIFY_CHARS:
+        return body
+    out: list[str] = []
+    run: list[str] = []
+    fenced = False
+
+    def flush() -> None:
+        out.extend(run if len(run) <= 2 * _BLOCK_ENDS else
+                   [*run[:_BLOCK_ENDS], "...", *run[-_BLOCK_ENDS:]])
+        run.clear()
+
+    for line in body.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            flush()
+            out.append(line)
+            fenced = not fenced
+        elif fenced or _LOG_LINE_RE.match(line):
+            run.append(line)
+        else:
+            flush()
+            out.append(line)
+    flush()
+    return "\n".join(out)[:CLASSIFY_CHARS]
+
+
+_BLOCK_ENDS = 20
+_LOG_LINE_RE = re.compile(r"\s*(?:\(\w+ pid=\d+\)\s*)?(?:INFO|DEBUG|WARNING|WARN|ERROR|TRACE)\b|"
+                          r"\s*\[?\d{4}-\d{2}-\d{2}[ T]\d{2}:|\s*\d{2}-\d{2} \d{2}:\d{2}:")
 
 
 def classify(title: str, body: str, signals: Signals) -> Verdict:
-    body = body[:CLASSIFY_CHARS]
+    body = _condensed(body)
     text = f"{title}\n{body}"
     spec_words = _hits(SPEC_RE, text)
     graph_words = _hits(GRAPH_RE, text)
@@ -154,14 +209,34 @@ def classify(title: str, body: str, signals: Signals) -> Verdict:
     graph_crash = crash and bool(_hits(GRAPH_CRASH_RE, _prose_only(body) + "\n" + title, 1))
     perf = bool(perf_words) or signals.has_numbers or graph_crash
 
+    prose = _prose_only(body)
+    speed_asked = bool(_hits(PERF_RE, title, 1)) or signals.has_numbers
     if not (spec or graph):
         v.out_of_scope_reasons.append("neither speculative decoding nor CUDA graphs are involved")
+    elif not speed_asked and not graph_crash and (
+            accuracy := _hits(ACCURACY_RE, f"{title}\n{prose[:QUESTION_CHARS]}", 1)):
+        v.out_of_scope_reasons.append(f"a question about output quality ({accuracy[0]!r}), "
+                                      "not speed")
+    elif perf and not graph_crash and not (signals.has_numbers or signals.spec_configured
+                                           or signals.graph_configured) \
+            and not _together(title, body):
+        v.out_of_scope_reasons.append("speculative decoding or CUDA graphs are only "
+                                      "mentioned: no sentence ties them to speed, no "
+                                      "numbers, no configuration")
     elif not perf and not (graph and not crash):
         v.out_of_scope_reasons.append("no performance, acceptance or graph-capture problem is "
                                       "described")
-    elif crash and not graph_crash and not spec_words and not _hits(PERF_RE, title, 1):
-        v.out_of_scope_reasons.append("a crash outside graph capture or replay")
-    if negatives and not (signals.has_numbers and perf):
+    elif crash and not graph_crash and not _hits(PERF_RE, title, 1) and (
+            not spec_words or (_hits(CRASH_OUTPUT_RE, body, 1)
+                               and not _hits(PERF_RE, _without_code(prose), 1))):
+        # Speed words in the engine's own log lines are not a question about speed.
+        v.out_of_scope_reasons.append("a crash outside graph capture or replay, with no "
+                                      "question about speed")
+    feature_title = _hits(FEATURE_RE, title, 1)
+    if feature_title and not _hits(SLOWER_RE, title, 1):
+        # "[Feature]"/"[RFC]" asks for something new, whatever numbers argue for it.
+        v.out_of_scope_reasons.append(f"a feature request ({feature_title[0]!r})")
+    elif negatives and not (signals.has_numbers and perf):
         v.out_of_scope_reasons.extend(negatives)
 
     v.in_scope = not v.out_of_scope_reasons
@@ -178,8 +253,38 @@ def classify(title: str, body: str, signals: Signals) -> Verdict:
         if graph_crash:
             v.in_scope_reasons.append("a crash while capturing or replaying graphs")
     v.is_spec = v.in_scope and spec
-    v.symptom, v.symptom_reasons = _symptom(title, body, v.is_spec, graph, crash, graph_crash)
+    v.symptom, v.symptom_reasons = _symptom(title, body, prose, v.is_spec, graph, crash,
+                                            graph_crash)
     return v
+
+
+def _together(title: str, body: str) -> bool:
+    """Whether the title, or a line with its neighbours, names speculation or graphs and
+    speed together: a roadmap listing "speculative decoding" two items away from "faster
+    adapter swaps" does not."""
+    if PERF_RE.search(title):
+        return True
+    for rx in (SPEC_RE, GRAPH_RE):
+        for n, m in enumerate(rx.finditer(body)):
+            if n >= 50:
+                break
+            # The match's line with the line above and the line below it.
+            start = body.rfind("\n", 0, m.start()) + 1
+            if start > 0:
+                start = body.rfind("\n", 0, start - 1) + 1
+            end = body.find("\n", m.end())
+            if end >= 0:
+                below = body.find("\n", end + 1)
+                end = below if below >= 0 else len(body)
+            if PERF_RE.search(body, start, end if end >= 0 else len(body)):
+                return True
+    return False
+
+
+def _without_code(text: str) -> str:
+    """Text outside fenced blocks: what the reporter wrote rather than pasted."""
+    return "\n".join(part for i, part in enumerate(re.split(r"^\s*(?:```|~~~).*$", text,
+                                                            flags=re.M)) if i % 2 == 0)
 
 
 def _prose_only(body: str) -> str:
@@ -188,19 +293,26 @@ def _prose_only(body: str) -> str:
                      if not re.match(r"\s*(File \"|ERROR|INFO|WARNING|DEBUG|\(\w+ pid=)", ln))
 
 
-def _symptom(title: str, body: str, spec: bool, graph: bool, crash: bool,
+def _symptom(title: str, body: str, prose: str, spec: bool, graph: bool, crash: bool,
              graph_crash: bool) -> tuple[str | None, list[str]]:
     text = f"{title}\n{body}"
-    prose = _prose_only(body)
     if spec and (hit := _hits(ACCEPT_DROP_RE, f"{title}\n{prose}", 1)):
         return "acceptance_drop", [f"acceptance described as dropping: {hit[0]!r}"]
     if graph and (hit := _hits(GRAPH_SLOWER_RE, text, 1)):
         return "graph_slower_than_eager", [f"graphs slower than eager: {hit[0]!r}"]
     slower = _hits(SLOWER_RE, f"{title}\n{prose}", 2)
-    if spec and slower and (_hits(BASELINE_RE, text, 1) or _hits(SLOWER_RE, title, 1)):
+    # "FULL graphs slower than PIECEWISE with MTP": speculation is on in both arms.
+    graph_arms = _hits(GRAPH_MODE_SLOWER_RE, title, 1)
+    # Two releases compared, and no run without speculation named: the release is blamed.
+    versions_compared = _hits(VERSION_REGRESSION_RE, f"{title}\n{prose[:QUESTION_CHARS]}", 1) \
+        and not _hits(NO_SPEC_RE, text, 1)
+    if spec and slower and not graph_arms and not versions_compared and (
+            _hits(BASELINE_RE, text, 1) or _hits(SLOWER_RE, title, 1)):
         base = _hits(BASELINE_RE, text, 1)
         return "spec_slower_than_baseline", [
             f"slower with speculation: {slower[0]!r}" + (f" vs {base[0]!r}" if base else "")]
+    if (hit := _hits(ACCURACY_RE, f"{title}\n{prose[:QUESTION_CHARS]}", 1)) and not slower:
+        return "accuracy", [f"output quality, not speed: {hit[0]!r}"]
     if (hit := _hits(VERSION_REGRESSION_RE, text, 1)):
         return "regression_between_versions", [f"a version upgrade is blamed: {hit[0]!r}"]
     # A crash needs error output or a title that says so; "rather than let it crash" in a

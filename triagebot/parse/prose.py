@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from triagebot.parse.facts import Facts
 from triagebot.parse.normalize import (
+    KNOWN_ORGS,
     VERSION_PATTERN,
     canonical_gpu,
     canonical_model,
@@ -48,10 +49,15 @@ _ENGINE_VERSION_RE = re.compile(
     r"(?:(?:is|was|of|on|at)\s+)?(?:==|>=|~=|@|-)?\s?" + _VER + r"(?!\w|\.\w)",
     re.I,
 )
+# Container images tagged with the release: `vllm/vllm-openai:v0.10.1.1`,
+# `lmsysorg/sglang:v0.4.9.post2-cu126`.
+_IMAGE_TAG_RE = re.compile(r"\b(vllm/vllm-openai|lmsysorg/sglang)\s*:\s*" + _VER +
+                           r"(?=$|[\s`'\"),;-])", re.I)
 _LLAMA_BUILD_RE = re.compile(r"(?:llama\.cpp|\bbuild)\W{0,3}(?:build\W{0,3})?(?:version\W{0,3})?"
                              r"(b\d{4,5})\b", re.I)
 _BARE_V_VERSION_RE = re.compile(r"(?<![\w.=/-])v(\d+\.\d+\.\d+(?:(?:rc)\d+)?)(?!\w|\.\w)")
-_FROM_TO_RE = re.compile(r"\bfrom\s+" + _VER + r"\s+to\s+" + _VER + r"(?!\w|\.\w)", re.I)
+_FROM_TO_RE = re.compile(r"(?:\bfrom|\bupgrad\w*|\bupdat\w*)\s+(?:vllm\s+|sglang\s+)?"
+                         + _VER + r"\s+(?:to|->|→)\s+" + _VER + r"(?!\w|\.\w)", re.I)
 _LATEST_RE = re.compile(r"\blatest(?:\s+version)?\s*\(?\s*" + _VER + r"(?!\w|\.\w)", re.I)
 _LIST_VERSION_RE = re.compile(_VER + r"(?!\w|\.\w)")
 _OTHER_PACKAGE_RE = re.compile(
@@ -88,6 +94,11 @@ def versions(lines: list[Line], facts: Facts) -> None:
                         ver = canonical_version(v.group(1))
                         if ver:
                             facts.add("version", (engine, ver), no, text, "prose", kind)
+        for m in (_IMAGE_TAG_RE.finditer(text) if "/" in text and ":" in text else ()):
+            engine = "sglang" if "sglang" in m.group(1).lower() else "vllm"
+            version = canonical_version(m.group(2))
+            if version:
+                facts.add("version", (engine, version), no, text, "prose", kind)
         for m in _LLAMA_BUILD_RE.finditer(text):
             facts.add("version", ("llama.cpp", m.group(1)), no, text, "prose", kind)
         # "after upgrading from 0.8.5 to 0.9.2": the newer one is where the problem shows.
@@ -107,6 +118,33 @@ def versions(lines: list[Line], facts: Facts) -> None:
                 facts.add("version_bare", m.group(1), no, text, "prose", kind)
 
 
+_PIP_SHOW_NAME_RE = re.compile(r"^\s*Name:\s*(vllm|sglang|vllm-mlx|vllm_mlx)\s*$", re.I)
+_PIP_SHOW_VERSION_RE = re.compile(r"^\s*Version:\s*" + _VER + r"\s*$", re.I)
+_VERSION_CMD_RE = re.compile(r"\b(vllm|sglang)\s+(?:--version|-v)\b|import (vllm|sglang)\W.*"
+                             r"__version__", re.I)
+_BARE_VERSION_LINE_RE = re.compile(r"^\s*" + _VER + r"\s*$")
+
+
+def printed_versions(lines: list[Line], facts: Facts) -> None:
+    """A version a tool printed: `pip show vllm` (Name:, then Version:), or the line
+    after `vllm --version` / `print(vllm.__version__)`."""
+    engine: str | None = None
+    for no, text, kind in lines:
+        if kind == "title":
+            continue
+        if engine:
+            m = _PIP_SHOW_VERSION_RE.match(text) or _BARE_VERSION_LINE_RE.match(text)
+            version = canonical_version(m.group(1)) if m else None
+            if version:
+                facts.add("version", (engine, version), no, text, "prose", kind)
+            if m or not text.strip().startswith(("Summary:", "$", ">")):
+                engine = None
+        name = _PIP_SHOW_NAME_RE.match(text) or _VERSION_CMD_RE.search(text)
+        if name:
+            word = (name.group(1) or name.group(name.lastindex or 1)).lower()
+            engine = ENGINE_WORDS.get(word.replace("_", "-"), word)
+
+
 _HF_LINK_RE = re.compile(
     r"https?://(?:www\.)?(?:huggingface\.co|hf\.co)/(?!datasets/|spaces/|docs/|blog/|papers/)"
     r"([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.+-]*)"
@@ -118,13 +156,21 @@ _LABELLED_MODEL_RE = re.compile(
     re.I,
 )
 _FAMILIES = (
-    "qwen|llama|deepseek|glm|gpt-oss|mistral|mixtral|gemma|phi|yi|internlm|minicpm|kimi|mimo|"
+    "meta-llama|qwen|llama|deepseek|glm|gpt-oss|mistral|mixtral|gemma|phi|yi|internlm|minicpm|kimi|mimo|"
     "ernie|hunyuan|smollm|vicuna|opt|falcon|baichuan|chatglm|nemotron|granite|olmo|eagle|"
     "medusa|codellama|starcoder|seed-oss|minimax|step|exaone|command-r|dots|pangu"
 )
 _FAMILY_TOKEN_RE = re.compile(
     r"(?<![\w/.-])((?:" + _FAMILIES + r")[\w.]*(?:-[\w.]+)+)(?![\w/-])", re.I
 )
+_BARE_ID_RE = re.compile(r"(?<![\w/.:@-])([A-Za-z0-9][\w.-]{1,60}/[A-Za-z0-9][\w.+-]{1,90}?)"
+                         r"[.,;:)]?(?![\w/.+-])")
+# Method names the family pattern also matches ("EAGLE-3", "Medusa-2"): not checkpoints.
+_METHOD_NAME_RE = re.compile(r"(?:eagle|medusa|mtp|dflash)[-_]?\d?", re.I)
+_NOT_MODEL_ORGS = frozenset({"vllm-project", "sgl-project", "pytorch", "huggingface", "github",
+                             "ggml-org", "nvidia-smi", "usr", "etc", "tmp", "home", "dev"})
+_FILE_SUFFIXES = (".py", ".md", ".json", ".yaml", ".yml", ".txt", ".sh", ".cpp", ".cu", ".h",
+                  ".log", ".toml", ".cfg", ".ipynb")
 _DRAFT_NAME_RE = re.compile(r"eagle|draft|speculator|medusa|dflash|assistant|-spec\b", re.I)
 _DRAFT_CONTEXT_RE = re.compile(r"\b(draft|speculat\w*|eagle\w*|assistant|medusa)\b", re.I)
 
@@ -149,9 +195,19 @@ def models(lines: list[Line], facts: Facts) -> None:
                 facts.add(facts_field or "model_prose", name, no, text, "prose", kind)
         if kind == "title" or "model" in low or "testing" in low:
             found += [(m.group(1), m.start()) for m in _FAMILY_TOKEN_RE.finditer(text)]
+        # A link's text without its URL (a scraped page): a bare `org/name` in a sentence
+        # about models, or under an organisation that publishes them.
+        if "/" in text and "http" not in low:
+            for m in _BARE_ID_RE.finditer(text):
+                org, name = m.group(1).split("/", 1)
+                if org.lower() in _NOT_MODEL_ORGS or name.lower().endswith(_FILE_SUFFIXES):
+                    continue
+                if org.lower() in KNOWN_ORGS or ("model" in low and len(name) > 3
+                                                 and re.search(r"\d", name)):
+                    found.append((m.group(1), m.start()))
         for raw, pos in found:
             name = canonical_model(raw.rstrip(".,)"))
-            if not name:
+            if not name or _METHOD_NAME_RE.fullmatch(name):
                 continue
             context = low[max(0, pos - 40):pos]
             is_draft = bool(_DRAFT_NAME_RE.search(name)) or bool(
@@ -172,6 +228,11 @@ _GPU_COUNT_RE = re.compile(
     re.I,
 )
 _GPU_N_RE = re.compile(r"(?<![\w.])(\d{1,2})\s?(?:x\s?)?GPUs?\b", re.I)
+# "two H20 GPUs", "four A100 cards": a count in words right before a device and its noun.
+_COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "six": 6, "eight": 8, "sixteen": 16}
+_GPU_WORD_COUNT_RE = re.compile(
+    r"\b(two|three|four|six|eight|sixteen)\s+(?:NVIDIA\s+)?(?:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?|H20|"
+    r"L4|L40S?|RTX\s?\d{4}|MI\d{3}X?)\w*(?:\s\w+)?\s+(?:GPUs?|cards?|devices?)\b", re.I)
 # Words that make an A/B/H/L-number token something other than a GPU.
 _NOT_GPU_CONTEXT = re.compile(r"(\w-|A3B|layer|head|step|size)$", re.I)
 
@@ -189,6 +250,11 @@ def gpus(lines: list[Line], facts: Facts) -> None:
             facts.add("gpu", name, no, text, "prose", kind)
         for m in _GPU_COUNT_RE.finditer(text):
             facts.add("gpu_count", int(m.group(1)), no, text, "prose", kind)
+        low = text.lower()
+        if "gpu" in low or "card" in low or "device" in low:  # the pattern's noun: cheap gate
+            for m in _GPU_WORD_COUNT_RE.finditer(text):
+                facts.add("gpu_count", _COUNT_WORDS[m.group(1).lower()], no, text, "prose",
+                          kind)
         for m in _GPU_N_RE.finditer(text):
             n = int(m.group(1))
             if 0 < n <= 64:
@@ -208,7 +274,7 @@ _TP_RE = re.compile(r"(?<![\w-])(?:TP|tp)\s?(?:=|:|\s)\s?" + _INT + r"\b|\bTP" +
 _DP_RE = re.compile(r"(?<![\w-])(?:DP|dp)\s?(?:=|:)\s?" + _INT + r"\b|"
                     r"data[- ]parallel(?:ism|[- ]size)?\s*(?:of|=|:)\s*" + _INT + r"\b", re.I)
 _K_RE = re.compile(
-    r"\bnum_speculative_tokens\s*(?:=|:)\s*" + _INT + r"\b|"
+    r"\bnum_speculative_tokens[\"']?\s*(?:=|:)\s*" + _INT + r"\b|"
     r"\b(?:num[_-])?spec(?:ulative)?[_-]?(?:tokens|len|k)\s*(?:=|:)\s*" + _INT + r"\b|"
     r"(?<![\w-])MTP-?" + r"([1-9])\b|"
     r"(?<![\w-])[kK]\s?=\s?" + r"([1-9]\d?)\b|"
@@ -219,7 +285,8 @@ _K_RE = re.compile(
 _TEMP_RE = re.compile(r"\btemp(?:erature)?\b\s*(?:=|:|of|is|set to)?\s*(\d(?:\.\d+)?)\b", re.I)
 _CONC_RE = re.compile(
     r"\b(?:max[-_ ]?)?concurrency\s*(?:=|:|of)?\s*" + _INT + r"\b|"
-    r"\bbatch[-_ ]size\s*(?:=|:|of)?\s*(1)\b|\bbs\s?=\s?(1)\b|"
+    r"(?<!max )(?<!max_)(?<!max-)\bbatch[-_ ]size\s*(?:=|:|of)?\s*" + _INT + r"\b|"
+    r"\bbs\s?=\s?" + _INT + r"\b|"
     r"\b(single[- ]stream|single request|one request at a time)\b",
     re.I,
 )
@@ -269,25 +336,50 @@ _K_HEADER_RE = re.compile(r"^\s*(?:spec[_ -]?len|k|num[_ ]spec(?:ulative)?[_ ]to
                           r"speculative[_ ]tokens|n[_ ]?spec)\s*$", re.I)
 
 
-def table_spec_tokens(lines: list[Line], facts: Facts) -> None:
-    """k values in a table column headed `spec_len`, `k`, `num_speculative_tokens`..."""
-    column: int | None = None
+def _table_rows(lines: list[Line]) -> Iterator[tuple[int, str, str, list[str], list[str]]]:
+    """(line, text, kind, header cells, row cells) for every row of every table, markdown
+    or pasted from a spreadsheet, the header being the table's first line."""
+    header: list[str] | None = None
     sep = "|"
     for no, text, kind in lines:
         if kind == "title":
             continue
         cells = _cells(text)
         if cells is None:
-            column = None
-            continue
-        if column is None:
-            column = next((i for i, c in enumerate(cells) if _K_HEADER_RE.match(c)), None)
-            sep = "|" if "|" in text else "\t"
-            continue
-        if column < len(cells) and sep in text:
+            header = None
+        elif header is None:
+            header, sep = cells, ("|" if "|" in text else "\t")
+        elif cells and sep in text:
+            yield no, text, kind, header, cells
+
+
+def table_spec_tokens(lines: list[Line], facts: Facts) -> None:
+    """k values in a table column headed `spec_len`, `k`, `num_speculative_tokens`..."""
+    for no, text, kind, header, cells in _table_rows(lines):
+        column = next((i for i, c in enumerate(header) if _K_HEADER_RE.match(c)), None)
+        if column is not None and column < len(cells):
             m = re.match(r"\s*([1-9]\d?)\b", cells[column])
             if m:
                 facts.add("k", int(m.group(1)), no, text, "prose", kind)
+
+
+_ID_CELL_RE = re.compile(r"^`?([A-Za-z0-9][\w.-]{0,60}/[A-Za-z0-9][\w.+-]{0,80})`?$")
+_DRAFT_HEADER_RE = re.compile(r"draft|eagle|spec|assistant|head|medusa|dflash", re.I)
+
+
+def table_models(lines: list[Line], facts: Facts) -> None:
+    """Model ids that fill a table cell of their own (one row per target, or a target and
+    its draft per row); a column headed `draft`/`EAGLE head` holds drafts."""
+    for no, text, kind, header, cells in _table_rows(lines):
+        for i, cell in enumerate(cells):
+            m = _ID_CELL_RE.match(cell)
+            name = canonical_model(m.group(1)) if m else None
+            if not name or "/" not in name:
+                continue
+            head = header[i] if i < len(header) else ""
+            is_draft = bool(_DRAFT_HEADER_RE.search(head) or _DRAFT_NAME_RE.search(name))
+            facts.add("draft_prose" if is_draft else "model_prose", name, no, text, "prose",
+                      kind)
 
 
 def _cells(text: str) -> list[str] | None:

@@ -329,6 +329,7 @@ _GAP = re.compile(r"\s{2,}")
 _EMPTY_CELLS = frozenset({"", "-", "n/a", "na", "—", "–"})
 _CODE_MARKERS = ("print(", 'f"', "f'", "{", "}", "==", "+=", "lambda", "->")
 _CALL_WITH_KW = re.compile(r"\w\([^)]*\w=")
+_INLINE_CODE = re.compile(r"`[^`\n]*`")
 _CODE_START = re.compile(
     r"^\s*(?:def |class |import |from \S+ import|return\b|for \w+ in |if |elif "
     r"|else:|while |with |assert |@\w|#!|//)"
@@ -423,6 +424,10 @@ def _label_like(text: str) -> str | None:
 
 
 def _is_code(line: str) -> bool:
+    # Inline code inside a sentence (an arm's config in backticks) does not make the
+    # sentence code; a whole line in one span stays whatever its text is.
+    if "`" in line and not line.lstrip().startswith("`"):
+        line = _INLINE_CODE.sub("", line)
     if any(marker in line for marker in _CODE_MARKERS):
         return True
     if _CODE_START.match(line) or _CALL_WITH_KW.search(line):
@@ -1016,12 +1021,28 @@ def _prose_label(line: str) -> tuple[str | None, str]:
     """`- label: rest` / `label = rest` → (label, rest); (None, line) without one."""
     body = _BULLET.sub("", line).strip()
     for sep in (":", "：", " = "):
-        pos = body.find(sep)
-        if 0 < pos <= 60:
-            label = body[:pos].replace("*", "").replace("`", "").strip()
+        pos = _outer_find(body, sep)
+        # A parenthesis after the arm's name holds its settings, not more of its name.
+        head = re.sub(r"\s*\([^()]*\)", "", body[:pos]) if pos > 0 else ""
+        if pos > 0 and len(head) <= 60:
+            label = head.replace("*", "").replace("`", "").strip()
             if label and len(label.split()) <= 8 and not any(c.isdigit() for c in label[:1]):
                 return label, body[pos + len(sep) :]
     return None, body
+
+
+def _outer_find(text: str, sep: str) -> int:
+    """`sep`'s first position outside parentheses and backticks: the colon ending
+    "suffix (`{"method": "suffix"}`): 121 tok/s" is the last one, not the JSON's."""
+    depth, ticks, start = 0, 0, 0
+    while (pos := text.find(sep, start)) >= 0:
+        before = text[:pos]
+        depth = before.count("(") - before.count(")")
+        ticks = before.count("`") % 2
+        if depth <= 0 and not ticks:
+            return pos
+        start = pos + 1
+    return -1
 
 
 _LATENCY_VALUE = re.compile(r"^\s*[~≈]?\s*" + _NUM + r"\s*(ms|s|sec|seconds)\b")

@@ -37,14 +37,22 @@ class RunConfig:
     source: str = "cmdline"  # the extractor that read it: cmdline or python
     settings: dict[str, Value] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    # The sampling pseudo-run gathers many calls: a later call's different value is a
+    # competing reading, kept here so it is not silently outvoted by the first.
+    later: list[tuple[str, Value]] = field(default_factory=list)
+    keep_later: bool = False
 
     def get(self, key: str) -> Any:
         item = self.settings.get(key)
         return item[0] if item else None
 
     def put(self, key: str, value: Any, line: int, text: str) -> None:
-        if value is not None and key not in self.settings:
+        if value is None:
+            return
+        if key not in self.settings:
             self.settings[key] = (value, line, text)
+        elif self.keep_later and self.settings[key][0] != value:
+            self.later.append((key, (value, line, text)))
 
 
 def from_invocations(invocations: list[cmdline.Invocation], lines: list[str]) -> list[RunConfig]:
@@ -118,11 +126,22 @@ def _scalar(value: str) -> Any:
     return v
 
 
-def from_python(facts: pycode.PyFacts) -> tuple[list[RunConfig], RunConfig]:
+def from_python(facts: pycode.PyFacts,
+                lines: list[str] | None = None) -> tuple[list[RunConfig], RunConfig]:
     """Engine runs from Python, and one pseudo-run holding sampling/generate settings."""
     runs: list[RunConfig] = []
-    sampling = RunConfig("sampling", 0, "", engine_side=False, source="python")
+    sampling = RunConfig("sampling", 0, "", engine_side=False, source="python",
+                         keep_later=True)
     names = {a.name: a.value for a in facts.assigns if not a.name.startswith("env:")}
+    # `assistant = AutoModelForCausalLM.from_pretrained("org/small")` then
+    # `generate(..., assistant_model=assistant)`: the name stands for that checkpoint.
+    for call in facts.calls:
+        source = lines[call.line - 1] if lines and 0 < call.line <= len(lines) else ""
+        bound = _BOUND_NAME_RE.match(source)
+        if bound and call.func.endswith("from_pretrained") and call.args and \
+                isinstance(call.args[0], str) and not _is_expr(call.args[0]) and \
+                _is_expr(names.get(bound.group(1), "<expr")):
+            names[bound.group(1)] = call.args[0]
     for call in facts.calls:
         short = call.func.split(".")[-1]
         kwargs = {k: _resolve(v, names) for k, v in call.kwargs.items()}
@@ -159,6 +178,7 @@ def from_python(facts: pycode.PyFacts) -> tuple[list[RunConfig], RunConfig]:
 
 
 _NAME_EXPR_RE = re.compile(r"<expr: ([A-Za-z_]\w*)>")
+_BOUND_NAME_RE = re.compile(r"\s*([A-Za-z_]\w*)\s*=(?!=)")
 
 
 def _resolve(value: Any, names: dict[str, Any]) -> Any:

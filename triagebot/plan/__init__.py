@@ -18,6 +18,7 @@ from triagebot.model import (
     Budget,
     Cell,
     CellWorkload,
+    Comparison,
     ModelId,
     Plan,
     PlanPolicy,
@@ -29,6 +30,7 @@ from triagebot.options import ReproOptions
 from triagebot.plan import defaults as D
 from triagebot.plan.axes import (
     AXIS_ORDER,
+    DRAFTED_METHODS,
     Axis,
     Level,
     cudagraph_mode_axis,
@@ -71,6 +73,9 @@ def build_plan(
     if version and not options.version and not reported_version:
         choices.default("engine_version", version, "the report names no version; the "
                         "newest release triagebot knows")
+    _note_stand_in_version(engine_name, options.version or reported_version, version, choices)
+    if request.symptom in _NOT_SPEED:
+        choices.note(_NOT_SPEED[request.symptom])
     budget = _budget(budget or Budget(), options)
 
     base = _base_fields(request, options, engine_name, version, choices)
@@ -78,27 +83,11 @@ def build_plan(
     axes = _axes(request, options, engine_name, base, choices)
     primary = min(range(len(axes)), key=lambda i: AXIS_ORDER.index(axes[i].name)) if axes else 0
 
-    cells: list[Cell] = []
-    grid: dict[tuple[str, ...], str] = {}
-    for combo in itertools.product(*(a.levels for a in axes)):
-        cell = _cell(engine, base, list(zip(axes, combo, strict=True)), replica=0)
-        cells.append(cell)
-        grid[tuple(lv.name for lv in combo)] = cell.cell_id
-    _note_remote_code(request, cells, choices)
-    comparisons = build_comparisons(axes, grid, primary)
-    focus = _focus_cell(axes, cells, grid)
-    replica = _cell(engine, base, _levels_of(axes, focus), replica=1)
-    cells.append(replica)
-    comparisons.insert(0, noise_comparison(focus.cell_id, replica.cell_id, focus.label))
-
+    cells, comparisons = _matrix(engine, base, axes, primary)
     _check_cells(cells, budget)
-    estimate = sum(engine.estimate_seconds(c, budget) for c in cells)
-    if estimate > budget.time_limit_s:
-        raise PlanRejected(
-            f"the plan needs about {estimate / 60:.0f} min ({len(cells)} cells x "
-            f"{budget.warmups} warm-up + {budget.runs} runs) but the time limit is "
-            f"{budget.time_limit_s / 60:.0f} min; lower runs=, max_tokens= or prompts=, "
-            "or narrow spec=/modes=", field="budget")
+    cells, comparisons, budget, estimate = _fit_time_limit(
+        engine, base, axes, primary, cells, comparisons, budget, options, choices)
+    _note_remote_code(request, cells, choices)
 
     plan = Plan(
         engine=engine_name,
@@ -138,6 +127,30 @@ def _engine(request: ReproRequest, options: ReproOptions, choices: D.Choices) ->
                            "engine", field="engine", accepted=list(SUPPORTED))
     choices.default("engine", "vllm", "the report names no engine")
     return "vllm"
+
+
+# Symptoms whose question is not "how fast": the plan is the same matrix, read differently.
+_NOT_SPEED = {
+    "crash": "the report is a crash, not a slowdown: the runs are a crash check, and each "
+             "cell's status and log signatures (not its timings) answer it",
+    "accuracy": "the report is about outputs, not speed: greedy cells are compared token "
+                "for token (outputs digest) and timings are secondary",
+}
+
+
+def _note_stand_in_version(engine: str, asked: str | None, version: str | None,
+                           choices: D.Choices) -> None:
+    """Say when the plan runs a release other than the one named (an unknown patch, a
+    dev build, a release older or newer than triagebot's table)."""
+    if not asked or not version:
+        return
+    def plain(v: str) -> str:
+        return v.strip().removeprefix("v").split("+", 1)[0]
+
+    if plain(asked) != plain(version):
+        choices.note(f"triagebot has no release table for {engine} {asked}; the plan runs "
+                     f"{version}, the nearest release it knows, so the reporter's exact "
+                     "build is not what runs")
 
 
 def _budget(budget: Budget, options: ReproOptions) -> Budget:
@@ -368,6 +381,7 @@ def _reference_scale(base: dict[str, Any], choices: D.Choices) -> None:
 def _axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[str, Any],
           choices: D.Choices) -> list[Axis]:
     spec = spec_levels(request, options, base["_draft"], choices)
+    _require_drafts(spec, request, engine)
     spec_on = any(lv.fields.get("spec") for lv in spec)
     found: list[Axis] = []
     if len(spec) > 1:
@@ -398,6 +412,107 @@ def _axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[
             choices.default("enforce_eager", False, "graphs on, the engine's default")
     kept.sort(key=lambda a: AXIS_ORDER.index(a.name))
     return kept
+
+
+def _matrix(engine: EngineAdapter, base: dict[str, Any], axes: list[Axis],
+            primary: int) -> tuple[list[Cell], list[Comparison]]:
+    """Every combination of the axes' levels, plus an A/A duplicate of the focus cell."""
+    cells: list[Cell] = []
+    grid: dict[tuple[str, ...], str] = {}
+    for combo in itertools.product(*(a.levels for a in axes)):
+        cell = _cell(engine, base, list(zip(axes, combo, strict=True)), replica=0)
+        cells.append(cell)
+        grid[tuple(lv.name for lv in combo)] = cell.cell_id
+    comparisons = build_comparisons(axes, grid, primary)
+    focus = _focus_cell(axes, cells, grid)
+    replica = _cell(engine, base, _levels_of(axes, focus), replica=1)
+    cells.append(replica)
+    comparisons.insert(0, noise_comparison(focus.cell_id, replica.cell_id, focus.label))
+    return cells, comparisons
+
+
+# The least a shrunk plan keeps: enough runs for a verdict, enough new tokens for decode
+# to dominate a run, and (for a server) at least two requests per concurrent stream.
+MIN_RUNS = 3
+MIN_MAX_TOKENS = 128
+
+
+def _fit_time_limit(engine: EngineAdapter, base: dict[str, Any], axes: list[Axis],
+                    primary: int, cells: list[Cell], comparisons: list[Comparison],
+                    budget: Budget, options: ReproOptions, choices: D.Choices,
+                    ) -> tuple[list[Cell], list[Comparison], Budget, float]:
+    """Shrink the workload until the plan fits the time limit, and say what was shrunk.
+
+    Prompts go first (they multiply every run), then new tokens, then runs per cell,
+    each halved in turn down to a floor; a value the maintainer set (prompts=,
+    max_tokens=, runs=) is never touched. The prompt length is the reporter's question
+    (long context is often the point) and is kept. Refused only when even the floors
+    do not fit.
+    """
+    def estimate_of(cells: list[Cell], budget: Budget) -> float:
+        return sum(engine.estimate_seconds(c, budget) for c in cells)
+
+    estimate = estimate_of(cells, budget)
+    start = (base["workload"].num_prompts, base["sampling"].max_tokens, budget.runs)
+    while estimate > budget.time_limit_s:
+        shrunk = _shrink_once(base, budget, options)
+        if shrunk is None:
+            raise PlanRejected(
+                f"the plan needs about {estimate / 60:.0f} min ({len(cells)} cells x "
+                f"{budget.warmups} warm-up + {budget.runs} runs, {base['workload'].num_prompts}"
+                f" prompts, max_tokens={base['sampling'].max_tokens}) but the time limit is "
+                f"{budget.time_limit_s / 60:.0f} min even with the workload shrunk; narrow "
+                "spec=/modes=, or lower runs=, max_tokens= or prompts=", field="budget")
+        budget = shrunk
+        cells, comparisons = _matrix(engine, base, axes, primary)
+        estimate = estimate_of(cells, budget)
+    end = (base["workload"].num_prompts, base["sampling"].max_tokens, budget.runs)
+    if end != start:
+        what = [f"{name} {new} instead of {old}" for name, old, new in
+                zip(("prompts", "max_tokens", "runs per cell"), start, end, strict=True)
+                if old != new]
+        choices.note(f"shrunk to fit the {budget.time_limit_s / 60:.0f} min time limit "
+                     f"(about {estimate / 60:.0f} min now): " + ", ".join(what)
+                     + "; set prompts=, max_tokens= or runs= to choose otherwise")
+    return cells, comparisons, budget, estimate
+
+
+def _shrink_once(base: dict[str, Any], budget: Budget, options: ReproOptions) -> Budget | None:
+    """One halving of the first shrinkable part of the workload: the budget to use next
+    (`base` is updated in place), or None when nothing is left to shrink."""
+    w: CellWorkload = base["workload"]
+    floor = 2 * w.concurrency if w.kind == "serve" and w.concurrency else 1
+    if options.prompts is None and w.num_prompts > floor:
+        base["workload"] = w.model_copy(update={"num_prompts": max(floor, w.num_prompts // 2)})
+        return budget
+    s: Sampling = base["sampling"]
+    if options.max_tokens is None and s.max_tokens > MIN_MAX_TOKENS:
+        base["sampling"] = s.model_copy(
+            update={"max_tokens": max(MIN_MAX_TOKENS, s.max_tokens // 2)})
+        return budget
+    if options.runs is None and budget.runs > MIN_RUNS:
+        return budget.model_copy(update={"runs": max(MIN_RUNS, budget.runs // 2)})
+    return None
+
+
+def _require_drafts(spec: list[Level], request: ReproRequest, engine: str) -> None:
+    """A method that runs a separate draft checkpoint needs one named; refuse with what
+    to add (and the checkpoint the thread mentions, if it mentions one)."""
+    if engine == "transformers":
+        return  # the reference engine brings its own tiny draft
+    needs = [lv.fields["spec"].method for lv in spec if lv.fields.get("spec") is not None
+             and lv.fields["spec"].method in DRAFTED_METHODS
+             and lv.fields["spec"].draft_model is None]
+    if not needs:
+        return
+    flag = ("--speculative-draft-model-path" if engine == "sglang"
+            else "speculative_config's model")
+    message = (f"{needs[0]} on {engine} runs a separate draft checkpoint ({flag}) and the "
+               "report names none; add draft=ORG/NAME to the repro command")
+    offered = request.suggestions.get("draft_models", [])
+    if offered:
+        message += (f"; the thread mentions {', '.join(offered)}, e.g. draft={offered[0]}")
+    raise PlanRejected(message, field="draft")
 
 
 def _apply(fields: dict[str, Any], level: Level) -> None:
