@@ -228,8 +228,10 @@ def start_server(exe, port):
     print("triagebot: starting " + shlex.join(argv), flush=True)
     with open(LOG_PATH, "w") as log:
         # A process group of its own, so stopping it also stops its engine workers.
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+    print(f"triagebot: server pid {proc.pid}", flush=True)
+    return proc
 
 
 def stop_server(proc):
@@ -367,7 +369,13 @@ def measure():
                 doc = bench(exe, base, NUM_PROMPTS, result_dir, f"run-{i}.json")
                 after = scrape_spec(base) if HAS_SPEC else None
                 if HAS_SPEC:
-                    spec = spec_add(spec, spec_from_result(doc) or spec_from_scrapes(before, after))
+                    # Both readings are logged: they count the same drafts, so a difference
+                    # is a bug in the bench's JSON or in the server's counters.
+                    from_json = spec_from_result(doc)
+                    from_metrics = spec_from_scrapes(before, after)
+                    print(f"triagebot: spec counters: bench JSON {json.dumps(from_json)}, "
+                          f"/metrics {json.dumps(from_metrics)}", flush=True)
+                    spec = spec_add(spec, from_json or from_metrics)
                 record = run_record(
                     doc["total_output_tokens"], doc["duration"],
                     ttft_ms=doc.get("median_ttft_ms"), tpot_ms=doc.get("median_tpot_ms"),
