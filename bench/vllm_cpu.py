@@ -27,7 +27,9 @@ from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE
 from triagebot.run.supervise import run_script
 
-REPORT = b"ngram speculative decoding on vLLM with meta-llama/Llama-3.1-8B-Instruct\n"
+REPORT = (b"Speculative decoding on vLLM with ngram and a draft model:\n\n```bash\n"
+          b"vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
+          b"'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'\n```\n")
 WARMUPS = 2
 
 

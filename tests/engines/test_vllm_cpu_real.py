@@ -36,8 +36,9 @@ from triagebot.run.supervise import CellOutcome, run_script
 pytestmark = pytest.mark.vllm_cpu
 
 VERSION = "0.32.0"
-REPORT = (b"Speculative decoding on vLLM 0.32.0 with meta-llama/Llama-3.1-8B-Instruct: "
-          b"ngram and a draft model, eager and compiled.\n")
+REPORT = (b"Speculative decoding on vLLM with ngram and a draft model:\n\n```bash\n"
+          b"vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
+          b"'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'\n```\n")
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_cpu"
 
 
@@ -51,8 +52,8 @@ class Runner:
     def __init__(self, env: ProvisionedEnv, runner_env: dict[str, str], out: Path):
         self.env, self.runner_env, self.out = env, runner_env, out
 
-    def run(self, plan: Plan, cell: Cell, *, runs: int = 2,
-            wall_limit_s: float = 900) -> tuple[CellOutcome, RunResult]:
+    def run(self, plan: Plan, cell: Cell, *, runs: int = 2, wall_limit_s: float = 1800,
+            extra: dict[str, str] | None = None) -> tuple[CellOutcome, RunResult]:
         script = next(s for s in render_plan(plan, [cell.cell_id]) if s.cell_id)
         path = self.out / "scripts" / script.filename
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +61,8 @@ class Runner:
         with vllm_cpu.per_run_dirs() as dirs:
             outcome = run_script(
                 path, python=self.env.python,
-                env={**cell.env, **self.runner_env, **dirs, "TRIAGEBOT_RUNS": str(runs)},
+                env={**cell.env, **self.runner_env, **dirs, **(extra or {}),
+                     "TRIAGEBOT_RUNS": str(runs)},
                 result_path=self.out / "results" / f"{cell.cell_id}.json",
                 log_path=self.out / "logs" / f"{cell.cell_id}.log",
                 wall_limit_s=wall_limit_s, silence_limit_s=600, cwd=self.out,
@@ -133,9 +135,9 @@ def test_vllm_prints_the_log_lines_our_signatures_match(offline) -> None:
     hits = {h.id for h in match_log(log, engine="vllm")}
     # Both lines come from vLLM itself: eager mode, and the V1 runner on a CPU.
     assert {"eager_mode", "v2_runner_fallback"} <= hits, hits
-    _record(f"offline-{VERSION}.log", log)
-    _record(f"offline-ngram-result-{VERSION}.json",
-            offline["ngram"][1].model_dump_json(indent=2))
+    _record(f"offline-nospec-{VERSION}.log", log)
+    _record(f"offline-ngram-{VERSION}.log",
+            Path(offline["ngram"][0].log_path).read_text(errors="replace"))
 
 
 def test_a_compiled_cell_runs_where_the_release_compiles_on_cpu(runner: Runner,
@@ -155,10 +157,15 @@ def test_serve_and_bench_serve_agree_and_the_server_is_stopped(runner: Runner) -
     plan = _plan("spec=ngram:3", "workload=serve", "warmups=0", "concurrency=2",
                  "prompts=8")
     cell = next(c for c in plan.cells if not c.replica)
-    outcome, result = runner.run(plan, cell, runs=1)
+    bench_dir = runner.out / "bench"
+    bench_dir.mkdir(exist_ok=True)
+    outcome, result = runner.run(plan, cell, runs=1,
+                                 extra={"TRIAGEBOT_BENCH_DIR": str(bench_dir)})
     assert result.status == "ok", result.error
     _check_counters(result, 3)
     log = Path(outcome.log_path).read_text(errors="replace")
+    saved = json.loads((bench_dir / "run-0.json").read_text())
+    assert saved["completed"] == 8 and saved["spec_decode_num_drafts"] > 0
     readings = re.search(r"triagebot: spec counters: bench JSON (\{.*?\}), /metrics (\{.*\})",
                          log)
     assert readings is not None, log[-2000:]
@@ -167,7 +174,11 @@ def test_serve_and_bench_serve_agree_and_the_server_is_stopped(runner: Runner) -
     assert from_json["num_draft_tokens"] == from_metrics["num_draft_tokens"]
     assert from_json["num_accepted_tokens"] == from_metrics["num_accepted_tokens"]
     _assert_server_gone(log)
-    _record(f"serve-{VERSION}.log", log)
+    _record(f"serve-ngram-{VERSION}.log", log)
+    _record(f"bench-serve-ngram-{VERSION}.json", json.dumps(saved, indent=2))
+    server_log = next(runner.out.glob(f"server-{cell.cell_id}.log"), None)
+    if server_log is not None:
+        _record(f"server-ngram-{VERSION}.log", server_log.read_text(errors="replace"))
 
 
 def test_the_server_is_stopped_when_the_run_is_killed(runner: Runner) -> None:

@@ -79,7 +79,7 @@ def build_plan(
         version = C.choose_release(version, _wants_spec(request, options),
                                    vllm_cpu.locked_releases(), choices)
 
-    base = _base_fields(request, options, engine_name, version, choices)
+    base = _base_fields(request, options, engine_name, version, choices, standin=on_cpu)
     base["_policy"] = policy
     if on_cpu:
         budget = C.budget(budget, base["workload"].kind == "serve", options.runs is not None,
@@ -204,7 +204,8 @@ def _model_id(value: str, field: str) -> str:
 
 
 def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
-                 version: str | None, choices: D.Choices) -> dict[str, Any]:
+                 version: str | None, choices: D.Choices, *,
+                 standin: bool = False) -> dict[str, Any]:
     reported_model = request.models[0] if request.models else None
     draft = options.draft or (request.draft_models[0] if request.draft_models else None)
     if engine == "transformers" and not options.model:
@@ -216,12 +217,13 @@ def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
                          "same question on a stand-in, not on the reported model")
     else:
         model = options.model or reported_model
-    if model is None:
+    if model is None and not standin:
         raise PlanRejected("the report names no model; pass model=ORG/NAME", field="model")
     base: dict[str, Any] = {
         "engine": engine,
         "version": version,
-        "model": _model_id(model, "model"),
+        # A stand-in replaces the model on the cpu runner (_cpu_fields).
+        "model": _model_id(model, "model") if model else None,
         "_draft": _model_id(draft, "draft") if draft else None,
         "_stands_in_for": reported_model if model != reported_model else None,
         "tensor_parallel_size": options.tp or request.tensor_parallel_size or 1,

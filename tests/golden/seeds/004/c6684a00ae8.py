@@ -122,6 +122,7 @@ def main(measure):
     doc["wall_s"] = time.time() - started
     write_result(doc)
 # --- end of triagebot runtime ---
+import contextlib
 import re
 import shlex
 import signal
@@ -360,7 +361,10 @@ def measure():
     runs, spec = [], None
     proc = start_server(exe, port)
     try:
-        with tempfile.TemporaryDirectory(prefix="triagebot-bench-") as result_dir:
+        # TRIAGEBOT_BENCH_DIR keeps the saved JSON files (for fixtures); else they go.
+        keep = os.environ.get("TRIAGEBOT_BENCH_DIR")
+        with (contextlib.nullcontext(keep) if keep
+              else tempfile.TemporaryDirectory(prefix="triagebot-bench-")) as result_dir:
             wait_ready(proc, base)
             for i in range(WARMUPS):
                 bench(exe, base, WARMUP_PROMPTS, result_dir, f"warmup-{i}.json")
