@@ -12,8 +12,6 @@ file lock, so a crash never leaves a half-built model that looks finished.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import random
@@ -24,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from triagebot.engines.standins import Corpus, Recipe, Training, recipes_for
+from triagebot.run.provision import lock_file
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "standins"
 DONE = ".triagebot-standin.json"
@@ -47,7 +46,7 @@ def build(recipe: Recipe, cache_dir: Path, log: Log) -> Path:
     final = cache_dir / recipe.folder
     if (final / DONE).exists():
         return final
-    with _lock(cache_dir / f"{recipe.folder}.lock"):
+    with lock_file(cache_dir / f"{recipe.folder}.lock"):
         if (final / DONE).exists():
             return final
         if recipe.target is not None:
@@ -352,16 +351,6 @@ def _write_head(recipe: Recipe, folder: Path) -> None:
     save_file({k: v.contiguous() for k, v in weights.items()}, str(folder / "model.safetensors"),
               metadata={"format": "pt"})
     (folder / "config.json").write_text(json.dumps(cfg, indent=2))
-
-
-@contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def link_into(folder: Path, cache_dir: Path = DEFAULT_CACHE) -> None:
