@@ -34,7 +34,8 @@ WARMUPS = 2
 
 
 def _plan(engine: str, version: str, runs: int) -> Plan:
-    words = [f"engine={engine}", "spec=ngram:3", "modes=eager", f"runs={runs}",
+    words = [f"engine={engine}", "workload=offline", "spec=ngram:3", "modes=eager",
+             f"runs={runs}",
              f"warmups={WARMUPS}", "prompts=4", "max_tokens=96"]
     if engine == "vllm":
         words += [f"version={version}", "gpu=cpu"]

@@ -45,6 +45,8 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_cpu"
 def _plan(*overrides: str) -> Plan:
     words = ["engine=vllm", f"version={VERSION}", "gpu=cpu", "prompts=2", "max_tokens=48",
              *overrides]
+    if not any(w.startswith("workload=") for w in overrides):
+        words.append("workload=offline")  # the report ran a server
     return build_plan(parse_report(REPORT), parse_overrides(words))
 
 
@@ -111,7 +113,7 @@ def _check_counters(result: RunResult, k: int) -> None:
 def test_offline_runs_the_real_release_with_and_without_speculation(offline) -> None:
     for method, (_, result) in offline.items():
         assert result.status == "ok", (method, result.error)
-        assert result.engine_version == VERSION
+        assert result.engine_version == VERSION, result.engine_version
         assert len(result.runs) == 2 and all(r.tok_s > 0 for r in result.runs)
     assert offline["none"][1].spec is None
     _check_counters(offline["ngram"][1], 3)
@@ -162,6 +164,8 @@ def test_serve_and_bench_serve_agree_and_the_server_is_stopped(runner: Runner) -
     outcome, result = runner.run(plan, cell, runs=1,
                                  extra={"TRIAGEBOT_BENCH_DIR": str(bench_dir)})
     assert result.status == "ok", result.error
+    # The CLI names the CPU build by its local tag.
+    assert result.engine_version == f"{VERSION}+cpu"
     _check_counters(result, 3)
     log = Path(outcome.log_path).read_text(errors="replace")
     saved = json.loads((bench_dir / "run-0.json").read_text())
