@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from triagebot.engines import standins
+from triagebot.engines.vllm_catalog import version_key
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell, CellWorkload, Sampling, SpecParams
 from triagebot.plan import defaults as D
@@ -81,10 +82,6 @@ CAN = ("whether the release accepts this configuration and runs it, crashes and 
 CANNOT = ("throughput and acceptance of the reported model: the stand-ins are tiny "
           "models trained for a minute on a synthetic language, so their tok/s and "
           "acceptance rates are not the reporter's numbers")
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".")[:3] if p.isdigit())
 
 
 def choose_release(asked: str, wants_spec: bool, locked: list[str],
@@ -198,11 +195,6 @@ def finish_cell(cell: Cell) -> Cell:
     args["dtype"] = DTYPE
     args["max_num_seqs"] = MAX_NUM_SEQS
     return cell.model_copy(update={"engine_args": args, "env": {**cell.env, **ENV}})
-
-
-def refuse(field: str, what: str) -> PlanRejected:
-    return PlanRejected(f"the cpu runner cannot answer {what}", field=field,
-                        accepted=sorted(AXES))
 
 
 def notes(choices: D.Choices, graph_axis: bool) -> None:
