@@ -353,19 +353,33 @@ def bench(exe, base, num_prompts, result_dir, name):
     return doc
 
 
+def start_ready(exe):
+    """(server, base URL) once it answers. A free port can be taken by another process
+    before the server binds it; that start is retried on a new port."""
+    for attempt in range(3):
+        port = free_port()
+        proc = start_server(exe, port)
+        try:
+            wait_ready(proc, f"http://127.0.0.1:{port}")
+            return proc, f"http://127.0.0.1:{port}"
+        except RuntimeError:
+            stop_server(proc)
+            if attempt == 2 or "Address already in use" not in log_tail(4000):
+                raise
+            print(f"triagebot: port {port} was taken; retrying", flush=True)
+    raise AssertionError("unreachable")
+
+
 def measure():
     exe = vllm_exe()
     version = vllm_version(exe)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     runs, spec = [], None
-    proc = start_server(exe, port)
+    proc, base = start_ready(exe)
     try:
         # TRIAGEBOT_BENCH_DIR keeps the saved JSON files (for fixtures); else they go.
         keep = os.environ.get("TRIAGEBOT_BENCH_DIR")
         with (contextlib.nullcontext(keep) if keep
               else tempfile.TemporaryDirectory(prefix="triagebot-bench-")) as result_dir:
-            wait_ready(proc, base)
             for i in range(WARMUPS):
                 bench(exe, base, WARMUP_PROMPTS, result_dir, f"warmup-{i}.json")
             for i in range(RUNS):
