@@ -1,7 +1,7 @@
 """What a cell costs on the `cpu` runner: vLLM's CPU build against the transformers engine.
 
 Run from the repository root: `.venv/bin/python bench/vllm_cpu.py [--version 0.32.0]
-[--runs 10]`. For each engine it renders one cell of the same small report (ngram k=3,
+[--runs 10]`. For each engine it renders one cell of the same small report (no speculation,
 eager, the plan's CPU workload), runs it once with 2 warm-ups and `--runs` measured runs
 under the runner's supervisor, and prints side by side: engine start-up (the script's
 wall time less its warm-ups and runs), runs per minute once started, and the CV of tok/s
@@ -34,7 +34,7 @@ WARMUPS = 2
 
 
 def _plan(engine: str, version: str, runs: int) -> Plan:
-    words = [f"engine={engine}", "workload=offline", "spec=ngram:3", "modes=eager",
+    words = [f"engine={engine}", "workload=offline", "spec=none", "modes=eager",
              f"runs={runs}",
              f"warmups={WARMUPS}", "prompts=4", "max_tokens=96"]
     if engine == "vllm":
@@ -85,7 +85,7 @@ def main() -> None:
         "transformers": _run(_plan("transformers", args.version, args.runs),
                              sys.executable, {}, out),
     }
-    print(f"one cell, ngram k=3, eager, {WARMUPS} warm-ups + {args.runs} runs; "
+    print(f"one cell, no spec, eager, {WARMUPS} warm-ups + {args.runs} runs; "
           f"logs in {out}")
     print(f"{'engine':<22} {'start-up s':>10} {'runs/min':>9} {'CV tok/s':>9} "
           f"{'median tok/s':>13}")
