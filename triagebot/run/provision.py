@@ -111,7 +111,7 @@ def provision(
     reused = _reuse(env_dir, engine, version)
     if reused is not None:
         return reused
-    with _lock(cache_dir / f"{engine}-{version}.lock"):
+    with lock_file(cache_dir / f"{engine}-{version}.lock"):
         # Another process may have finished the build while this one waited.
         reused = _reuse(env_dir, engine, version)
         if reused is not None:
@@ -186,7 +186,7 @@ def check_modules(python: str, modules: tuple[str, ...], *, do_import: bool = Fa
         found = json.loads(proc.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
         raise ProvisionError(f"{python} could not check for {', '.join(modules)}",
-                             output_tail=_tail(proc.stdout + proc.stderr)) from None
+                             output_tail=tail(proc.stdout + proc.stderr)) from None
     return {m: found.get(m) for m in modules}
 
 
@@ -277,14 +277,14 @@ def _build(env_dir: Path, engine: str, version: str, spec: EngineSpec,
     log_path = env_dir.with_name(env_dir.name + ".install.log")
     log_path.unlink(missing_ok=True)
     for argv in commands:
-        _run_installer(argv, log_path)
+        run_installer(argv, log_path)
     python = str(venv_python(env_dir))
     found = check_modules(python, spec.modules, do_import=True)
     missing = [m for m, v in found.items() if v is None]
     if missing:
         raise ProvisionError(f"{', '.join(missing)} did not import after installing "
                              f"{spec.package} {version} in {env_dir}",
-                             output_tail=_tail(_read(log_path)))
+                             output_tail=tail(_read(log_path)))
     installed = found.get(spec.modules[0]) or ""
     _check_installed(engine, version, installed)
     stamp = {"engine": engine, "version": version, "installed_version": installed,
@@ -317,7 +317,7 @@ def _same_release(installed: str, wanted: str) -> bool:
     return norm(installed) == norm(wanted)
 
 
-def _run_installer(argv: list[str], log_path: Path) -> None:
+def run_installer(argv: list[str], log_path: Path) -> None:
     with log_path.open("ab") as log:
         log.write(f"$ {' '.join(argv)}\n".encode())
         log.flush()
@@ -327,12 +327,12 @@ def _run_installer(argv: list[str], log_path: Path) -> None:
                                   check=False, env=_installer_env(os.environ))
         except subprocess.TimeoutExpired:
             raise ProvisionError(f"`{argv[0]} {argv[1]}` ran over {INSTALL_TIMEOUT_S} s",
-                                 output_tail=_tail(_read(log_path))) from None
+                                 output_tail=tail(_read(log_path))) from None
         except OSError as exc:
             raise ProvisionError(f"could not run {argv[0]}: {exc}") from None
     if proc.returncode != 0:
         raise ProvisionError(f"`{' '.join(argv)[:300]}` exited with {proc.returncode}",
-                             output_tail=_tail(_read(log_path)))
+                             output_tail=tail(_read(log_path)))
 
 
 def _installer_env(parent: Mapping[str, str]) -> dict[str, str]:
@@ -341,7 +341,7 @@ def _installer_env(parent: Mapping[str, str]) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
+def lock_file(path: Path) -> Iterator[None]:
     with path.open("a") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
@@ -357,5 +357,5 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _tail(text: str) -> str:
+def tail(text: str) -> str:
     return text[-OUTPUT_TAIL_CHARS:].strip()

