@@ -548,5 +548,15 @@ def runner_lock(
         raise _fail(EXIT_RUN_ERROR, str(exc)) from None
 
 
+def _register_bisect() -> None:
+    # The command lives with the bisect package; only its name is wired here.
+    from triagebot.bisect.cli import BISECT_HELP, bisect_command
+
+    app.command(name="bisect", help=BISECT_HELP)(bisect_command)
+
+
+_register_bisect()
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -24,6 +24,7 @@ import re
 from bisect import bisect_right
 from functools import lru_cache
 
+from triagebot.commands import bisect as bisect_command
 from triagebot.commands import cancel, repro, status
 from triagebot.commands import help as help_command
 from triagebot.commands.base import (
@@ -51,7 +52,8 @@ __all__ = [
 ]
 
 COMMANDS: dict[str, CommandSpec] = {
-    spec.name: spec for spec in (repro.SPEC, help_command.SPEC, cancel.SPEC, status.SPEC)
+    spec.name: spec for spec in (repro.SPEC, bisect_command.SPEC, help_command.SPEC,
+                                 cancel.SPEC, status.SPEC)
 }
 
 MAX_COMMANDS = 5

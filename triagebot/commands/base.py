@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from triagebot.options import ReproOptions
 
-CommandName = Literal["repro", "help", "cancel", "status"]
+CommandName = Literal["repro", "help", "cancel", "status", "bisect"]
 
 
 class Position(BaseModel):

@@ -64,7 +64,11 @@ def build_plan(
     options: ReproOptions | None = None,
     budget: Budget | None = None,
     policy: PlanPolicy | None = None,
+    *,
+    exact_version: bool = False,
 ) -> Plan:
+    """`exact_version`: run the asked release as it is, even where the cpu runner would
+    pick a nearer one that can (a bisect step must measure the point it names)."""
     options = options or ReproOptions()
     policy = policy or PlanPolicy()
     choices = D.Choices()
@@ -80,7 +84,7 @@ def build_plan(
         choices.note(_NOT_SPEED[request.symptom])
     on_cpu = engine_name == "vllm" and options.gpu == C.RUNNER
     budget = _budget(budget or Budget(), options)
-    if on_cpu:
+    if on_cpu and not exact_version:
         assert version is not None
         version = C.choose_release(version, _wants_spec(request, options),
                                    vllm_cpu.locked_releases(), choices)

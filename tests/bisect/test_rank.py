@@ -1,0 +1,36 @@
+"""Candidate commits ranked by their changed paths against the report's subject."""
+
+from __future__ import annotations
+
+from triagebot.bisect.rank import CommitInfo, rank, subject_of
+from triagebot.model import ReproRequest
+
+
+def _c(sha: str, title: str, *files: str) -> CommitInfo:
+    return CommitInfo(sha=sha * 8, title=title, files=list(files),
+                      pr_url=f"https://github.com/o/r/pull/{len(files)}")
+
+
+def test_spec_and_graph_changes_outrank_unrelated_ones() -> None:
+    request = ReproRequest(spec_method="mtp", models=["zai-org/GLM-OCR"],
+                           modes_compared=["eager", "cudagraph"])
+    subject = subject_of(request)
+    commits = [
+        _c("a", "[Docs] fix typo", "docs/usage.md"),
+        _c("b", "[Spec Decode] MTP proposer reuses buffers",
+           "vllm/v1/spec_decode/eagle.py", "vllm/v1/spec_decode/utils.py"),
+        _c("c", "[Model] GLM-OCR processor", "vllm/model_executor/models/glm_ocr.py"),
+        _c("d", "[Compile] piecewise graph sizes", "vllm/compilation/backends.py"),
+        _c("e", "[CI] bump runners", ".buildkite/test.yaml"),
+    ]
+    top = rank(commits, subject, top=3)
+    assert [r.commit.sha[0] for r in top] == ["b", "c", "d"]
+    assert any("spec" in w for w in top[0].why)
+    assert all(r.score > 0 for r in top)
+
+
+def test_no_subject_keeps_newest_first_and_scores_zero() -> None:
+    commits = [_c("a", "one", "x.py"), _c("b", "two", "y.py")]
+    top = rank(commits, subject_of(ReproRequest()), top=5)
+    assert [r.commit.sha[0] for r in top] == ["b", "a"]
+    assert all(r.score == 0 for r in top)

