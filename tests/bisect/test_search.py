@@ -34,7 +34,7 @@ def _drive(rng: BisectRange, first_new: int, broken: set[int] = frozenset()) -> 
 @pytest.mark.parametrize("direction", ["regress", "success"])
 def test_every_change_point_is_found_within_ceil_log2_steps(n: int, direction: str) -> None:
     rng = _range(n, direction)
-    bound = math.ceil(math.log2(n)) if n > 1 else 0
+    bound = math.ceil(math.log2(n)) + 1 if n > 1 else 0
     assert search.clean_steps_bound(n) == bound
     for first_new in range(1, n + 1):
         steps = _drive(rng, first_new)
@@ -75,7 +75,7 @@ def test_steps_outside_the_bracket_are_refused() -> None:
     with pytest.raises(ValueError, match="not in the range"):
         search.next_point(rng, [Step(point="2.0", verdict="bad")])
     steps = [Step(point="1.4", verdict="bad"), Step(point="1.6", verdict="good")]
-    with pytest.raises(ValueError, match="outside the bracket"):
+    with pytest.raises(ValueError, match="contradict the bracket"):
         search.outcome(rng, steps)
 
 
@@ -84,3 +84,36 @@ def test_state_follows_the_direction() -> None:
     assert search.state("good", "success") == "new"
     assert search.state("bad", "success") == "old"
     assert search.state("skip", "success") == "skip"
+
+
+def test_the_answer_is_confirmed_and_a_false_bad_is_outvoted() -> None:
+    rng = _range(8)
+    # 1.4 is old, but its first run says bad (a false positive of the step's test).
+    steps = [Step(point="1.4", verdict="bad"), Step(point="1.2", verdict="good"),
+             Step(point="1.3", verdict="good")]
+    assert search.next_point(rng, steps) == "1.4"  # confirm before answering
+    assert not search.outcome(rng, steps).done
+    steps.append(Step(point="1.4", verdict="good"))
+    assert search.next_point(rng, steps) == "1.4"  # 1 v 1: a third run decides
+    steps.append(Step(point="1.4", verdict="good"))
+    rest = _drive(rng, first_new=6)
+    assert search.next_point(rng, steps) in {s.point for s in rest} | {"1.6", "1.7", "1.5"}
+    while (p := search.next_point(rng, steps)) is not None:
+        steps.append(Step(point=p, verdict="bad" if int(p.split(".")[1]) >= 6 else "good"))
+    out = search.outcome(rng, steps)
+    assert out.exact and out.first_new == "1.6" and out.last_old == "1.5"
+
+
+def test_step_budget_leaves_room_for_noise() -> None:
+    assert search.step_budget(512) >= search.clean_steps_bound(512) + 4
+
+
+def test_an_overwhelming_verdict_needs_no_confirmation() -> None:
+    rng = _range(4)
+    steps = [Step(point="1.2", verdict="bad", p_value=1e-6),
+             Step(point="1.1", verdict="good", p_value=1e-6)]
+    assert search.next_point(rng, steps) is None
+    assert search.outcome(rng, steps).exact
+    weak = [Step(point="1.2", verdict="bad", p_value=0.004),
+            Step(point="1.1", verdict="good")]
+    assert search.next_point(rng, weak) == "1.2"

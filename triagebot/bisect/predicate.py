@@ -60,6 +60,11 @@ def measure(findings: Findings) -> str:
     return f"{comp.name} {res.ratio:.2f}x{ci} ({res.n_a} v {res.n_b} runs): {res.verdict}"
 
 
+def p_value(findings: Findings) -> float | None:
+    comp = _main(findings)
+    return None if comp is None else comp.result.p_value
+
+
 def runs_of(findings: Findings) -> int:
     return sum(c.throughput.n for c in findings.cells)
 

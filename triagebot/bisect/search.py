@@ -7,9 +7,11 @@ or a build/install failure, as `git bisect skip`): in the regress direction good
 old behaviour and bad the new; with regress=success the other way round. Only points
 strictly between the last old and the first new are ever tested, so verdicts cannot
 contradict each other; a skipped point is never tested again and the probe moves to the
-untested point nearest the middle. With no skips the search takes ceil(log2 N) steps for
-N candidates; the ends are taken as given (as `git bisect` does) and their own repro runs
-are the check a maintainer can ask for.
+untested point nearest the middle. The point a search ends on is run twice (a third time
+when the two disagree) unless its verdict was overwhelming: a false "bad" from the 1 %
+error budget of one step would otherwise be the answer. With no skips the search takes ceil(log2 N) steps plus that one
+for N candidates; the ends are taken as given (as `git bisect` does) and their own repro
+runs are the check a maintainer can ask for.
 """
 
 from __future__ import annotations
@@ -21,6 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from triagebot.bisect.ranges import BisectRange, Direction
 
 StepVerdict = Literal["good", "bad", "skip"]
+# A verdict this far past the step's own 1 % error budget needs no second run: a false
+# one happens about once in 10,000 bisects.
+STRONG_P = 1e-4
 State = Literal["old", "new", "skip"]
 
 
@@ -35,6 +40,8 @@ class Step(BaseModel):
     measure: str = ""  # e.g. "spec/no_spec 0.82x [0.78, 0.86] (12 v 12 runs): DIFFERENT"
     runs: int = Field(default=0, ge=0)
     seconds: float = Field(default=0.0, ge=0.0)
+    # The p-value of the main comparison where a statistical test decided the step.
+    p_value: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
 class Outcome(BaseModel):
@@ -61,53 +68,95 @@ def state(verdict: StepVerdict, direction: Direction) -> State:
     return "old" if verdict == old else "new"
 
 
-def _bounds(rng: BisectRange, steps: list[Step]) -> tuple[int, int, set[int]]:
+def _point_states(rng: BisectRange, steps: list[Step]) -> dict[int, str]:
+    """Each tested index's state: the majority of its good/bad verdicts ("tie" while
+    they disagree evenly), "skip" where it was only ever skipped."""
     index = {p: k for k, p in enumerate(rng.points)}
-    lo, hi, skipped = 0, len(rng.points) - 1, set()
+    votes: dict[int, list[State]] = {}
     for step in steps:
         k = index.get(step.point)
         if k is None:
             raise ValueError(f"step point {step.point!r} is not in the range")
-        s = state(step.verdict, rng.direction)
-        if s == "skip":
-            skipped.add(k)
-        elif s == "old" and lo < k < hi:
-            lo = k
-        elif s == "new" and lo < k < hi:
-            hi = k
-        elif not lo < k < hi:
-            # A verdict outside the bracket (a resumed store from another range): refuse
-            # rather than bisect a range the steps do not describe.
-            raise ValueError(f"step at {step.point} lies outside the bracket "
-                             f"{rng.points[lo]}..{rng.points[hi]}")
-    return lo, hi, skipped
+        votes.setdefault(k, []).append(state(step.verdict, rng.direction))
+    states: dict[int, str] = {}
+    for k, vs in votes.items():
+        old, new = vs.count("old"), vs.count("new")
+        states[k] = ("skip" if old == new == 0 else "old" if old > new
+                     else "new" if new > old else "tie")
+    return states
 
 
-def next_index(rng: BisectRange, steps: list[Step]) -> int | None:
-    """The index to test next, or None when no untested point is left in the bracket."""
-    lo, hi, skipped = _bounds(rng, steps)
-    pool = [k for k in range(lo + 1, hi) if k not in skipped]
-    if not pool:
-        return None
-    mid = (lo + hi) // 2
-    return min(pool, key=lambda k: (abs(k - mid), k))
+def _bounds(rng: BisectRange, steps: list[Step]) -> tuple[int, int, dict[int, str]]:
+    states = _point_states(rng, steps)
+    end = len(rng.points) - 1
+    olds = [k for k, s in states.items() if s == "old"]
+    lo = max([0, *olds])
+    news = [k for k, s in states.items() if s == "new" and k > lo]
+    hi = min([end, *news])
+    if any(s == "new" for k, s in states.items() if k < lo) or (
+            any(s in ("old", "new") for k, s in states.items() if k in (0, end))):
+        # Verdicts that contradict the bracket (a store from another range, or an end
+        # judged against its given role): refuse rather than bisect a range they do not
+        # describe.
+        raise ValueError(f"the steps contradict the bracket {rng.points[lo]}.."
+                         f"{rng.points[hi]}")
+    return lo, hi, states
 
 
-def next_point(rng: BisectRange, steps: list[Step]) -> str | None:
-    k = next_index(rng, steps)
+def _settled(steps: list[Step], point: str) -> bool:
+    votes = [s for s in steps if s.point == point and s.verdict != "skip"]
+    return len(votes) >= 2 or any(s.p_value is not None and s.p_value < STRONG_P
+                                  for s in votes)
+
+
+def next_index(rng: BisectRange, steps: list[Step], *, confirm: bool = True) -> int | None:
+    """The index to test next, or None when the search is over.
+
+    Inside the bracket, a point whose verdicts disagree evenly is tested again first;
+    then the untested point nearest the middle. With `confirm`, the point the search
+    ends on (the first new one, unless it is the given end) is run a second time unless
+    its test was overwhelming (p < STRONG_P): a single false verdict there would
+    otherwise be the answer, and a disagreement goes to a third run.
+    """
+    lo, hi, states = _bounds(rng, steps)
+    ties = [k for k in range(lo + 1, hi + 1) if states.get(k) == "tie"]
+    if ties:
+        return ties[0]
+    pool = [k for k in range(lo + 1, hi) if k not in states]
+    if pool:
+        mid = (lo + hi) // 2
+        return min(pool, key=lambda k: (abs(k - mid), k))
+    end = len(rng.points) - 1
+    if confirm and hi != end and not _settled(steps, rng.points[hi]):
+        return hi
+    return None
+
+
+def next_point(rng: BisectRange, steps: list[Step], *, confirm: bool = True) -> str | None:
+    k = next_index(rng, steps, confirm=confirm)
     return None if k is None else rng.points[k]
 
 
-def outcome(rng: BisectRange, steps: list[Step]) -> Outcome:
-    lo, hi, skipped = _bounds(rng, steps)
+def outcome(rng: BisectRange, steps: list[Step], *, confirm: bool = True) -> Outcome:
+    lo, hi, states = _bounds(rng, steps)
     inside = range(lo + 1, hi)
-    skip_in = [rng.points[k] for k in inside if k in skipped]
-    untested = [rng.points[k] for k in inside if k not in skipped]
+    skip_in = [rng.points[k] for k in inside if states.get(k) == "skip"]
+    untested = [rng.points[k] for k in inside if k not in states]
+    done = next_index(rng, steps, confirm=confirm) is None
     return Outcome(last_old=rng.points[lo], first_new=rng.points[hi], skipped=skip_in,
-                   untested=untested, done=not untested, exact=not untested and not skip_in,
+                   untested=untested, done=done, exact=done and not skip_in,
                    steps=len(steps))
 
 
 def clean_steps_bound(candidates: int) -> int:
-    """The most steps a search with a clean predicate (no skips) takes: ceil(log2 N)."""
-    return max(0, (candidates - 1).bit_length())
+    """The most steps a search with a clean predicate (no skips) takes: ceil(log2 N) to
+    find the point, and one to confirm it."""
+    return max(0, (candidates - 1).bit_length()) + (1 if candidates > 1 else 0)
+
+
+def step_budget(candidates: int) -> int:
+    """Steps a bisect may spend before it stops with the bracket it has: room for the
+    skips and re-runs noise causes, without walking a whole range of unbuildable
+    points one by one."""
+    clean = clean_steps_bound(candidates)
+    return clean + max(4, clean // 2)
