@@ -36,10 +36,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from triagebot.analyze import verdict  # noqa: E402
-from triagebot.bisect import search  # noqa: E402
-from triagebot.bisect.ranges import BisectRange  # noqa: E402
-from triagebot.bisect.search import Step  # noqa: E402
+from triagebot.analyze import verdict
+from triagebot.bisect import search
+from triagebot.bisect.ranges import BisectRange
+from triagebot.bisect.search import Step
 
 # A bisect step escalates to twice a repro's default ceiling (Budget().max_runs = 20), as
 # Pinpoint adds repeats where the answer is unclear: at CV 3 % an unchanged point needs

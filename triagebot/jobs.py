@@ -118,6 +118,8 @@ class JobRecord(BaseModel):
     headline: str | None = None
     error: str | None = None
     gpu_seconds: float = 0.0
+    # A bisect job: its range and predicate (triagebot.bisect.service.BisectSpec, JSON).
+    bisect: str | None = None
 
     @property
     def terminal(self) -> bool:

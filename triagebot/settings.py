@@ -96,6 +96,10 @@ class Settings(BaseSettings):
     env_cache_dir: Path = Path.home() / ".cache" / "triagebot" / "envs"
     # Run cells with this interpreter instead of a virtualenv per engine version.
     run_local: bool = False
+    # Where `@triagebot bisect` lists an engine's releases: a simple-API index, or a
+    # folder of wheels that is also the only place releases are installed from.
+    bisect_index: str = "https://pypi.org/simple"
+    bisect_find_links: Path | None = None
     silence_limit_s: float = Field(default=600.0, gt=0)
     escalate: bool = True
 

@@ -51,26 +51,6 @@ def package_for(engine: str, gpu: str | None) -> str:
     return spec.package
 
 
-def choose_points(args_good: str | None, args_bad: str | None, direction: str,
-                  text: str, known: list[str]) -> tuple[str, str, list[str]]:
-    """good and bad from the words, else from the report; notes say which."""
-    notes: list[str] = []
-    found = hints.read_hints(text)
-    good, bad = args_good, args_bad
-    if good is None and found.good is not None:
-        good = hints.resolve(found.good.version, known)
-        notes.append(f"good={good} comes from the report: \"{found.good.evidence}\"")
-    if bad is None and found.bad is not None:
-        bad = hints.resolve(found.bad.version, known)
-        notes.append(f"bad={bad} comes from the report: \"{found.bad.evidence}\"")
-    if good is None or bad is None:
-        missing = " and ".join(k for k, v in (("good", good), ("bad", bad)) if v is None)
-        raise ranges.BisectError(f"the report states no {missing} version: give "
-                                 f"{missing}=V")
-    del direction
-    return good, bad, notes
-
-
 def bisect_command(
     path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
     words: Annotated[list[str] | None, typer.Argument(
@@ -112,13 +92,8 @@ def bisect_command(
         package = package_for(engine, options.gpu)
         listed = envs.index_versions(package, str(find_links) if find_links else index)
         known = ranges.finals(listed)
-        for point in (args.good, args.bad):
-            if point is not None and ranges.is_sha(point) and not ranges.is_version(point):
-                raise ranges.BisectError(
-                    f"{point} is a commit: the CLI bisects releases; a commit range needs "
-                    "the GitHub compare API (`@triagebot bisect` on the thread)")
-        good, bad, notes = choose_points(args.good, args.bad, args.direction,
-                                         (title or "") + "\n" + text, known)
+        good, bad, notes = hints.choose(args.good, args.bad, (title or "") + "\n" + text,
+                                        known)
         rng = ranges.release_range(known, good, bad, direction=args.direction)  # type: ignore[arg-type]
     except (ranges.BisectError, ProvisionError) as exc:
         raise _fail(EXIT_REFUSED, str(exc)) from None

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from triagebot.bisect.ranges import BisectError, is_sha, is_version
+
 _VER = r"v?(\d{1,4}\.\d{1,4}(?:\.\d{1,4}){0,2}(?:\.?(?:post|dev)\d{1,14})?)"
 _GOOD_WORDS = (r"fine|works?|worked|working|ok|okay|good|fast|faster|normal|correct|"
                r"passes|passed|no issue|no problem|was fine")
@@ -82,3 +84,26 @@ def resolve(version: str, known: Sequence[str]) -> str:
         if candidate in known:
             return candidate
     return version
+
+
+def choose(good: str | None, bad: str | None, text: str,
+           known: Sequence[str] = ()) -> tuple[str, str, list[str]]:
+    """good and bad from the words, else from the report (resolved against the index's
+    releases where known); the notes say which came from where."""
+    found = read_hints(text)
+    notes: list[str] = []
+    if good is None and found.good is not None:
+        good = resolve(found.good.version, known)
+        notes.append(f"good={good} comes from the report: \"{found.good.evidence}\"")
+    if bad is None and found.bad is not None:
+        bad = resolve(found.bad.version, known)
+        notes.append(f"bad={bad} comes from the report: \"{found.bad.evidence}\"")
+    if good is None or bad is None:
+        missing = [k for k, v in (("good", good), ("bad", bad)) if v is None]
+        raise BisectError(f"the report states no {' or '.join(missing)} version: give "
+                          f"{' '.join(f'{k}=V' for k in missing)}")
+    for point in (good, bad):
+        if is_sha(point) and not is_version(point):
+            raise BisectError(f"{point} is a commit: bisecting commits needs per-commit "
+                              "builds and the GitHub compare API; name releases")
+    return good, bad, notes

@@ -93,6 +93,13 @@ def _order(good: str, bad: str, direction: Direction, good_first: bool) -> None:
             "broke")
 
 
+def check_order(good: str, bad: str, direction: Direction) -> None:
+    """Refuse an empty or inverted pair of releases before any index is read."""
+    if good == bad:
+        raise BisectError(f"good and bad are both {good}: the range is empty")
+    _order(good, bad, direction, version_key(good) < version_key(bad))
+
+
 def release_range(known: Sequence[str], good: str, bad: str, *,
                   direction: Direction = "regress", level: Level = "release") -> BisectRange:
     """The releases (or nightlies) from good to bad, both ends included, oldest first.

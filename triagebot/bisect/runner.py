@@ -25,7 +25,7 @@ from triagebot.errors import PlanRejected
 from triagebot.model import Budget, PlanPolicy, ReproRequest
 from triagebot.options import ReproOptions
 from triagebot.run import standins, vllm_cpu
-from triagebot.run.orchestrate import DEFAULT_CACHE, Event, RunSettings, execute
+from triagebot.run.orchestrate import DEFAULT_CACHE, Event, RunCancelled, RunSettings, execute
 from triagebot.run.provision import ProvisionError, provision
 
 Log = Callable[[str], None]
@@ -167,6 +167,8 @@ def bisect(run: BisectRun, request: ReproRequest, options: ReproOptions, errors:
                                  "outcome": search.outcome(run.range, steps)})
     limit = min(settings.max_steps, search.step_budget(run.range.candidates))
     while True:
+        if stop is not None and stop():
+            raise RunCancelled(f"stopped after {len(steps)} bisect step(s)")
         point = search.next_point(run.range, steps)
         if point is None:
             break

@@ -9,9 +9,9 @@ strictly between the last old and the first new are ever tested, so verdicts can
 contradict each other; a skipped point is never tested again and the probe moves to the
 untested point nearest the middle. The point a search ends on is run twice (a third time
 when the two disagree) unless its verdict was overwhelming: a false "bad" from the 1 %
-error budget of one step would otherwise be the answer. With no skips the search takes ceil(log2 N) steps plus that one
-for N candidates; the ends are taken as given (as `git bisect` does) and their own repro
-runs are the check a maintainer can ask for.
+error budget of one step would otherwise be the answer. With no skips the search takes
+ceil(log2 N) steps plus that one for N candidates; the ends are taken as given (as
+`git bisect` does) and their own repro runs are the check a maintainer can ask for.
 """
 
 from __future__ import annotations

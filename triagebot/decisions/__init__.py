@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from triagebot.commands import Command, CommandError
-from triagebot.decisions import cancel, help, repro, status
+from triagebot.decisions import bisect, cancel, help, repro, status
 from triagebot.decisions.actions import Action, React, Reply
 from triagebot.decisions.facts import Facts
 from triagebot.report import thread as words
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 DECIDERS: dict[str, Callable[[Command, Facts], list[Action]]] = {
     "help": help.decide, "status": status.decide, "cancel": cancel.decide,
-    "repro": repro.decide,
+    "repro": repro.decide, "bisect": bisect.decide,
 }
 
 

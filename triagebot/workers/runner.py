@@ -88,6 +88,11 @@ class JobRunner:
         try:
             with self.store.heartbeat(id_, token) as lost:
                 stop = _Stop(self.store, id_, lost.is_set)
+                if job.bisect is not None:
+                    from triagebot.bisect.service import run_bisect_job
+
+                    run_bisect_job(self, id_, job, stop)
+                    return "ran"
                 scripts = render_plan(plan)
                 settings = RunSettings(
                     out_dir=self.settings.data_dir / id_, cache_dir=self.settings.env_cache_dir,
@@ -150,6 +155,12 @@ class JobRunner:
 
     def _publish(self, id_: str) -> None:
         self.celery.send_task(names.PUBLISH, args=[id_], queue=names.TRIAGE_QUEUE,
+                              ignore_result=True)
+
+    publish = _publish
+
+    def send_progress(self, id_: str) -> None:
+        self.celery.send_task(names.PROGRESS, args=[id_], queue=names.TRIAGE_QUEUE,
                               ignore_result=True)
 
 

@@ -95,11 +95,11 @@ class Triage:
     def _facts(self, gh: GitHubClient, event: ThreadEvent, config: RepoConfig,
                names_: set[str], thread: Thread | None = None) -> Facts:
         """Only what the named commands read: no GitHub call a comment does not need."""
-        may_run = bool(names_ & {"repro", "cancel"}) and self._allowed(
+        may_run = bool(names_ & {"repro", "bisect", "cancel"}) and self._allowed(
             gh, event.repo, event.sender.login, config)
         jobs = (tuple(self.store.thread_jobs(event.repo, event.number))
                 if names_ & {"status", "cancel"} else ())
-        repro = may_run and "repro" in names_
+        repro = may_run and bool(names_ & {"repro", "bisect"})
         if repro and thread is None:
             thread = gh.read_thread(event.repo, event.number)
         return Facts(
@@ -320,8 +320,11 @@ class Triage:
             if job is None or job.terminal or not self._progress_due(job):
                 return
             gh = self.github(job.installation_id)
-            comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}",
-                                           words.progress(job, self.job_url(job)),
+            body = words.progress(job, self.job_url(job))
+            partial = self.store.report(id_) if job.bisect else None
+            if partial:
+                body += "\n\n" + partial  # a bisect shows its steps as they finish
+            comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
                                            job.comment_id)
             self.store.set(id_, comment_id=comment_id, progress_posted_at=time.time())
 

@@ -1,0 +1,53 @@
+"""`bisect`: the same checks as `repro` (permission, plan, allowlist, runner kind, budget),
+then a job that carries its range and predicate.
+
+good and bad come from the command, else from the thread's own words ("fine on 0.16,
+slower on 0.17.1"), and the acknowledgement says which. The releases between them are
+listed by the worker (it may reach the package index; deciding may not), so a point the
+index does not hold is reported there, with the nearest releases it does hold.
+"""
+
+from __future__ import annotations
+
+from triagebot.bisect import hints, predicate
+from triagebot.bisect.ranges import BisectError, check_order, version_key
+from triagebot.bisect.service import BisectSpec
+from triagebot.commands import Command
+from triagebot.commands.bisect import BisectWordsError, parse_words
+from triagebot.decisions import repro
+from triagebot.decisions.actions import Action, Refuse, Reply, StartJob
+from triagebot.decisions.facts import Facts
+from triagebot.report import thread as words
+
+
+def decide(command: Command, facts: Facts) -> list[Action]:
+    if not facts.may_run:
+        return [Refuse(words.refusal(facts.command_name))]
+    comment, thread = facts.event.comment, facts.thread
+    assert comment is not None, "a command always comes from a comment"
+    assert thread is not None, "the executor reads the thread before a bisect is decided"
+    try:
+        args = parse_words(command.words)
+        text = f"{thread.title}\n{thread.body}"
+        good, bad, notes = hints.choose(args.good, args.bad, text)
+        check_order(good, bad, args.direction)  # type: ignore[arg-type]
+    except (BisectWordsError, BisectError) as exc:
+        return [Reply(words.plan_refused(f"bisect: {exc}"))]
+    newer = max(good, bad, key=version_key)
+    spec = BisectSpec(good=good, bad=bad, direction=args.direction,
+                      overrides=list(args.overrides), notes=notes,
+                      errors=predicate.reported_errors(thread.body))
+    text_cmd = " ".join(["bisect", f"good={good}", f"bad={bad}",
+                         *(["regress=success"] if args.direction == "success" else []),
+                         *args.options.as_args()])
+    actions = repro.start(facts, f"comment-{comment.id}", text_cmd,
+                          args.options.model_copy(update={"version": newer}))
+    out: list[Action] = []
+    for action in actions:
+        if isinstance(action, StartJob):
+            record = action.record.model_copy(update={"bisect": spec.model_dump_json()})
+            action = StartJob(record, action.plan, action.request,
+                              (*notes, f"bisects {good} (good) .. {bad} (bad); each step is "
+                                       "this plan at one release"))
+        out.append(action)
+    return out
