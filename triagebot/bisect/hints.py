@@ -55,11 +55,23 @@ def _sentence(line: str) -> str:
     return line if len(line) <= 160 else line[:157] + "..."
 
 
+def _sentences(text: str) -> list[str]:
+    """Sentences of the prose, with wrapped lines joined (a report wraps at ~80 columns
+    and a version often lands on the next line)."""
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", text):
+        if para.lstrip().startswith(("```", "|", "    ")):
+            continue  # code and tables state no verdict about a version
+        joined = " ".join(para.split())
+        out += [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`])", joined) if s]
+    return out
+
+
 def read_hints(text: str) -> RangeHints:
     """The first good and the first bad version the text states, with their evidence."""
     good: PointHint | None = None
     bad: PointHint | None = None
-    for line in text.splitlines():
+    for line in _sentences(text):
         if good is None or bad is None:
             m = _FROM_TO.search(line)
             if m and _UPGRADE.search(line) and m.group(1) != m.group(2):

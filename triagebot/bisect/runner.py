@@ -98,7 +98,7 @@ def _skip(point: str, why: str, started: float) -> Step:
 def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: list[str],
              settings: BisectSettings, *, policy: PlanPolicy | None = None,
              budget: Budget | None = None, log: Log = print,
-             stop: Callable[[], bool] | None = None) -> Step:
+             stop: Callable[[], bool] | None = None, number: int = 1) -> Step:
     """One step: plan, provision, run, judge. Never raises for a bad build."""
     from triagebot.plan import build_plan
     from triagebot.render import RenderError, render_plan
@@ -127,7 +127,7 @@ def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: l
                       find_links=settings.find_links)
     except ProvisionError as exc:
         return _skip(point, f"build/install failed: {str(exc)[:300]}", started)
-    out = settings.out_dir / f"step-{point}"
+    out = settings.out_dir / f"step{number:02d}-{point}"
     run_settings = RunSettings(out_dir=out, cache_dir=settings.cache_dir, local=False,
                                standins_dir=settings.standins_dir, wheels=settings.wheels,
                                escalate=settings.escalate)
@@ -177,7 +177,7 @@ def bisect(run: BisectRun, request: ReproRequest, options: ReproOptions, errors:
             break
         log(f"step {len(steps) + 1}: {point}")
         step = run_step(point, request, options, errors, settings, policy=policy,
-                        budget=budget, log=log, stop=stop)
+                        budget=budget, log=log, stop=stop, number=len(steps) + 1)
         log(f"step {len(steps) + 1}: {point} -> {step.verdict} ({step.reason})")
         steps.append(step)
         if store is not None:
