@@ -92,7 +92,7 @@ def bisect_command(
         package = package_for(engine, options.gpu)
         listed = envs.index_versions(package, str(find_links) if find_links else index)
         known = ranges.finals(listed)
-        good, bad, notes = hints.choose(args.good, args.bad, (title or "") + "\n" + text,
+        good, bad, notes = hints.choose(args.good, args.bad, (title or "") + "\n\n" + text,
                                         known)
         rng = ranges.release_range(known, good, bad, direction=args.direction)  # type: ignore[arg-type]
     except (ranges.BisectError, ProvisionError) as exc:

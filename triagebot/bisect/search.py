@@ -140,7 +140,8 @@ def next_point(rng: BisectRange, steps: list[Step], *, confirm: bool = True) -> 
 def outcome(rng: BisectRange, steps: list[Step], *, confirm: bool = True) -> Outcome:
     lo, hi, states = _bounds(rng, steps)
     inside = range(lo + 1, hi)
-    skip_in = [rng.points[k] for k in inside if states.get(k) == "skip"]
+    # A point whose runs disagree evenly is as undecided as a skipped one.
+    skip_in = [rng.points[k] for k in inside if states.get(k) in ("skip", "tie")]
     untested = [rng.points[k] for k in inside if k not in states]
     done = next_index(rng, steps, confirm=confirm) is None
     return Outcome(last_old=rng.points[lo], first_new=rng.points[hi], skipped=skip_in,

@@ -28,7 +28,7 @@ def decide(command: Command, facts: Facts) -> list[Action]:
     assert thread is not None, "the executor reads the thread before a bisect is decided"
     try:
         args = parse_words(command.words)
-        text = f"{thread.title}\n{thread.body}"
+        text = f"{thread.title}\n\n{thread.body}"
         good, bad, notes = hints.choose(args.good, args.bad, text)
         check_order(good, bad, args.direction)  # type: ignore[arg-type]
     except (BisectWordsError, BisectError) as exc:
