@@ -34,3 +34,12 @@ def test_no_subject_keeps_newest_first_and_scores_zero() -> None:
     top = rank(commits, subject_of(ReproRequest()), top=5)
     assert [r.commit.sha[0] for r in top] == ["b", "a"]
     assert all(r.score == 0 for r in top)
+
+
+def test_compare_answer_becomes_commits_with_their_prs() -> None:
+    from triagebot.bisect.rank import commits_from_compare
+
+    [c] = commits_from_compare([{"sha": "ab" * 20, "title": "[Spec] faster ngram (#123)",
+                                 "url": "u", "files": ["vllm/spec_decode/x.py"]}], "o/r")
+    assert c.pr_number == 123 and c.pr_url == "https://github.com/o/r/pull/123"
+    assert c.files == ["vllm/spec_decode/x.py"]

@@ -39,6 +39,14 @@ def service(fake_github: FakeGitHub, namespace: str,
     fake_github.add_issue(REPO, 42, "ngram slower than no speculation", REPORT,
                           author="reporter")
     fake_github.set_permission(REPO, "maint", "write")
+    previous = RELEASES[RELEASES.index(CHANGE) - 1]
+    fake_github.add_compare(REPO, f"v{previous}", f"v{CHANGE}", [
+        {"sha": "a1" * 20, "message": "[Spec Decode] ngram proposer: batch lookups (#2001)",
+         "files": ["vllm/v1/spec_decode/ngram_proposer.py"]},
+        {"sha": "b2" * 20, "message": "[Docs] fix a typo (#2002)", "files": ["docs/x.md"]},
+        {"sha": "c3" * 20, "message": "[CI] bump runners (#2003)",
+         "files": [".buildkite/test.yaml"]},
+    ])
     triage = Worker("triage", settings_env(settings, github=True), tmp_path / "triage.log",
                     f"triage-{namespace}@test")
     gpu = Worker("gpu-h100", settings_env(settings, github=False), tmp_path / "gpu.log",
@@ -77,8 +85,15 @@ def test_bisect_comment_to_one_converging_comment(service: dict[str, Any]) -> No
     partial = [c.body["body"] for c in edits if "| 1 |" in c.body["body"]
                and "In progress" in c.body["body"]]
     assert partial, [c.body["body"][:200] for c in edits]
+    # The commits between the two releases, ranked against the report's subject (ngram).
+    assert "Candidates, ranked" in body
+    first = body.index("ngram proposer: batch lookups")
+    assert first < body.index("fix a typo")
+    assert "https://github.com/acme/engine/pull/2001" in body
     page = httpx.get(f"{service['web'].url}/jobs/{job.id}.json", timeout=10).json()
-    assert page["state"] == "done" and "## Bisect" in page["report"]
+    assert page["state"] == "done" and "Candidates, ranked" in page["report"]
+    html = httpx.get(f"{service['web'].url}/jobs/{job.id}", timeout=10)
+    assert html.status_code == 200 and "Bisect" in html.text
 
 
 def _started(service: dict[str, Any], steps: int) -> Any:

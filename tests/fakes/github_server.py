@@ -103,6 +103,8 @@ class _Repo:
     files: dict[str, bytes] = field(default_factory=dict)
     # login -> (permission as set, role_name)
     permissions: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # "base...head" -> commits oldest first, each {"sha", "message", "files": [paths]}
+    compares: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 @dataclass
@@ -277,6 +279,12 @@ class FakeGitHub:
             raise ValueError(f"permission must be one of {sorted(LEGACY_PERMISSION)}")
         with self._lock:
             self._repo(repo).permissions[login] = (permission, role_name or permission)
+
+    def add_compare(self, repo: str, base: str, head: str,
+                    commits: list[dict[str, Any]]) -> None:
+        """What the compare API lists between two refs: {"sha", "message", "files"}."""
+        with self._lock:
+            self._repos[repo].compares[f"{base}...{head}"] = commits
 
     def set_file(self, repo: str, path: str, text: str | bytes) -> None:
         data = text.encode() if isinstance(text, str) else text
@@ -502,6 +510,28 @@ class FakeGitHub:
         return _Reply(200, {"url": url, "role": "member", "state": state})
 
     # Repository routes: each takes (repo, rest, query, body, who).
+    def _commit_json(self, repo: _Repo, c: dict[str, Any], files: bool) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "sha": c["sha"], "html_url": f"{self.web_url}/{repo.full}/commit/{c['sha']}",
+            "commit": {"message": c["message"]}, "parents": []}
+        if files:
+            out["files"] = [{"filename": f, "status": "modified"} for f in c["files"]]
+        return out
+
+    def _r_compare(self, repo: _Repo, rest: list[str], *_: Any) -> _Reply:
+        commits = repo.compares.get(rest[1])
+        if commits is None:
+            return _Reply(404, _message("Not Found"))
+        return _Reply(200, {"status": "ahead", "total_commits": len(commits),
+                            "commits": [self._commit_json(repo, c, False) for c in commits]})
+
+    def _r_commit(self, repo: _Repo, rest: list[str], *_: Any) -> _Reply:
+        for commits in repo.compares.values():
+            for c in commits:
+                if c["sha"] == rest[1]:
+                    return _Reply(200, self._commit_json(repo, c, True))
+        return _Reply(404, _message("Not Found"))
+
     def _r_repo(self, repo: _Repo, *_: Any) -> _Reply:
         return _Reply(200, self._repo_json(repo))
 
@@ -772,6 +802,8 @@ _REPO_ROUTES: dict[tuple[str, tuple[str, ...]], str] = {
     ("POST", ("issues", "comments", "#", "reactions")): "react",
     ("POST", ("issues", "#", "labels")): "labels",
     ("GET", ("collaborators", "*", "permission")): "permission",
+    ("GET", ("compare", "*")): "compare",
+    ("GET", ("commits", "*")): "commit",
 }
 
 

@@ -57,6 +57,26 @@ class Subject(BaseModel):
     attention: list[str] = Field(default_factory=list)
 
 
+_PR_IN_TITLE = re.compile(r"\(#(\d{1,7})\)\s*$")
+
+
+def commits_from_compare(items: Sequence[dict[str, object]], repo: str) -> list[CommitInfo]:
+    """CommitInfo from the GitHub client's compare answer; the PR is the "(#N)" GitHub's
+    squash merges end their title with."""
+    out = []
+    for item in items:
+        title = str(item.get("title", ""))
+        m = _PR_IN_TITLE.search(title)
+        number = int(m.group(1)) if m else None
+        files = item.get("files")
+        out.append(CommitInfo(
+            sha=str(item.get("sha", "")), title=title, url=str(item.get("url", "")),
+            pr_number=number,
+            pr_url=f"https://github.com/{repo}/pull/{number}" if number else "",
+            files=[str(f) for f in files] if isinstance(files, list) else []))
+    return out
+
+
 def subject_of(request: ReproRequest) -> Subject:
     spec = list(_SPEC_PATHS) if (request.spec_method or request.draft_models
                                  or request.num_speculative_tokens) else []

@@ -21,8 +21,12 @@ from triagebot.bisect.ranges import Direction
 from triagebot.bisect.search import Step
 
 if TYPE_CHECKING:
+    from triagebot.github import GitHubClient
     from triagebot.jobs import JobRecord, JobStore
     from triagebot.workers.runner import JobRunner
+
+# Release tags of the engine's repository (vLLM's and SGLang's both read v0.20.0).
+TAG = "v{version}"
 
 
 class BisectSpec(BaseModel):
@@ -111,3 +115,42 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
     store.save_report(id_, result.model_dump_json(), render_section(result))
     store.move(id_, "done", headline=answer(result).replace("**", ""), eta_s=0.0)
     runner.publish(id_)
+
+
+def report_with_candidates(gh: GitHubClient, job: JobRecord, store: JobStore) -> str | None:
+    """The finished bisect's section with the commits between its last old and first new
+    release ranked against the report's subject (GitHub's compare API, through our
+    client, from the triage side: the runner holds no GitHub credentials). None when
+    there is nothing to add."""
+    from triagebot.bisect.rank import commits_from_compare, rank, subject_of
+    from triagebot.bisect.render import render_section
+    from triagebot.bisect.runner import BisectRun
+    from triagebot.github import GitHubError
+    from triagebot.model import ReproRequest
+
+    raw = store.findings(job.id)
+    if raw is None or job.bisect is None:
+        return None
+    run = BisectRun.model_validate(raw)
+    out = run.outcome
+    if out is None or not out.done or run.range.level != "release":
+        return None
+    base, head = TAG.format(version=out.last_old), TAG.format(version=out.first_new)
+    try:
+        items = gh.compare_commits(job.repo, base, head)
+    except GitHubError as exc:
+        if exc.transient:
+            raise
+        items = None
+    if not items:
+        note = f"no candidates: {job.repo} has no comparable tags {base} and {head}"
+        section = render_section(run.model_copy(update={"notes": [*run.notes, note]}))
+    else:
+        request = store.request(job.id) or ReproRequest()
+        ranked = rank(commits_from_compare(items, job.repo), subject_of(request))
+        note = (f"{len(items)} commits lie between {base} and {head}; per-commit builds are "
+                "not listed here, so the bisect stops at releases and ranks them")
+        section = render_section(run.model_copy(update={"notes": [*run.notes, note]}),
+                                 ranked)
+    store.save_report(job.id, run.model_dump_json(), section)
+    return section

@@ -129,6 +129,31 @@ class GitHubClient:
         except ValueError:
             raise GitHubError(f"{what}: not UTF-8 text") from None
 
+    def compare_commits(self, repo: str, base: str, head: str, *,
+                        with_files: int = 40) -> list[dict[str, Any]] | None:
+        """The commits between two refs, oldest first, as {"sha", "title", "url",
+        "files"}; the changed paths of the newest `with_files` (one call each: the
+        compare answer carries only the sum). None when a ref does not exist."""
+        ref = re.compile(r"^[A-Za-z0-9._/-]{1,100}$")
+        if not (ref.fullmatch(base) and ref.fullmatch(head)) or ".." in base + head:
+            raise ValueError(f"{base!r}...{head!r} are not refs")
+        data = self._get_json(f"compare {base}...{head} in {repo}",
+                              f"/repos/{_repo(repo)}/compare/{base}...{head}")
+        if data is None:
+            return None
+        out: list[dict[str, Any]] = []
+        for c in data.get("commits", []):
+            message = str(c.get("commit", {}).get("message", ""))
+            out.append({"sha": str(c.get("sha", "")), "title": message.split("\n")[0][:200],
+                        "url": str(c.get("html_url", "")), "files": []})
+        for item in out[-with_files:] if with_files else []:
+            if not re.fullmatch(r"[0-9a-f]{7,40}", item["sha"]):
+                continue
+            one = self._get_json(f"commit {item['sha'][:10]} in {repo}",
+                                 f"/repos/{_repo(repo)}/commits/{item['sha']}")
+            item["files"] = [str(f.get("filename", "")) for f in (one or {}).get("files", [])]
+        return out
+
     def find_marked(self, repo: str, number: int, key: str) -> int | None:
         """The id of our comment carrying marker(key); others' comments never count."""
         found = comments.find_marked(self._calls, _repo(repo), _number(number), key,

@@ -342,7 +342,12 @@ class Triage:
             if job is None or job.published:
                 return
             gh = self.github(job.installation_id)
-            body = words.final(job, self.store.report(id_), self.job_url(job))
+            report = self.store.report(id_)
+            if job.bisect and job.state == "done":
+                from triagebot.bisect.service import report_with_candidates
+
+                report = report_with_candidates(gh, job, self.store) or report
+            body = words.final(job, report, self.job_url(job))
             comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
                                            job.comment_id)
             self.store.set(id_, comment_id=comment_id)
