@@ -125,7 +125,7 @@ def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: l
         else:
             provision(plan.engine, point, cache_dir=settings.cache_dir, local=False,
                       find_links=settings.find_links)
-    except ProvisionError as exc:
+    except (ProvisionError, OSError) as exc:
         return _skip(point, f"build/install failed: {str(exc)[:300]}", started)
     out = settings.out_dir / f"step{number:02d}-{point}"
     run_settings = RunSettings(out_dir=out, cache_dir=settings.cache_dir, local=False,

@@ -270,7 +270,7 @@ def _build(env_dir: Path, engine: str, version: str, spec: EngineSpec,
            find_links: Path | None) -> ProvisionedEnv:
     if env_dir.exists():
         # No stamp: an earlier build died half way; its contents cannot be trusted.
-        shutil.rmtree(env_dir)
+        discard(env_dir)
     commands = install_commands(
         engine, version, env_dir, uv=shutil.which("uv"), base_python=sys.executable,
         base_has_pip=importlib.util.find_spec("pip") is not None, find_links=find_links)
@@ -315,6 +315,18 @@ def _same_release(installed: str, wanted: str) -> bool:
         return re.sub(r"(?:\.0)+$", "", release.rstrip(".")), rest
 
     return norm(installed) == norm(wanted)
+
+
+def discard(path: Path) -> None:
+    """Remove a half-built environment. It is renamed first: the installer of a worker
+    that was killed may still be writing into it, and would make a plain rmtree fail
+    ("directory not empty") or refill the folder the new build is about to use."""
+    aside = path.with_name(f".{path.name}.discard-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        path.rename(aside)
+    except OSError:
+        aside = path
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def run_installer(argv: list[str], log_path: Path) -> None:

@@ -36,6 +36,7 @@ from triagebot.run.provision import (
     ProvisionedEnv,
     ProvisionError,
     check_modules,
+    discard,
     lock_file,
     run_installer,
     tail,
@@ -170,7 +171,7 @@ def _reuse(target: Path, version: str, lock: Path) -> ProvisionedEnv | None:
 def _build(target: Path, version: str, lock: Path, *, wheels: Path | None,
            uv: str) -> ProvisionedEnv:
     if target.exists():
-        shutil.rmtree(target)  # no stamp: a half-built environment
+        discard(target)  # no stamp: a half-built environment
     log = target.with_name(target.name + ".install.log")
     log.unlink(missing_ok=True)
     started = time.monotonic()
