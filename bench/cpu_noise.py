@@ -14,8 +14,8 @@ prints:
 * median tok/s, and the 1-minute load average seen at each start: the machine is shared
   with other work, so these are figures of a busy machine, not of an idle one.
 
-Settings: the runner's defaults (vLLM binds its worker to one core, 2 warm-ups); the same
-with 6 warm-ups; no binding (`VLLM_CPU_OMP_THREADS_BIND=nobind`: the OS places threads).
+Settings: vLLM binding its worker to one core (`VLLM_CPU_OMP_THREADS_BIND=auto`) or not
+(`nobind`: the OS places and moves threads), each with 2 or 6 warm-ups.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ SETTINGS: dict[str, tuple[dict[str, str], int]] = {
     "bind auto, 2 warm-ups": ({}, 2),
     "bind auto, 6 warm-ups": ({}, 6),
     "nobind, 2 warm-ups": ({"VLLM_CPU_OMP_THREADS_BIND": "nobind"}, 2),
+    "nobind, 6 warm-ups": ({"VLLM_CPU_OMP_THREADS_BIND": "nobind"}, 6),
 }
 
 
@@ -65,9 +66,11 @@ def main() -> None:
     ap.add_argument("--version", default="0.32.0")
     ap.add_argument("--runs", type=int, default=12)
     ap.add_argument("--starts", type=int, default=3)
+    ap.add_argument("--settings", default=",".join(str(i) for i in range(len(SETTINGS))),
+                    help="which settings, by position in the list above (default: all)")
     args = ap.parse_args()
     out = Path(tempfile.mkdtemp(prefix="triagebot-bench-cpu-noise-"))
-    names = list(SETTINGS)
+    names = [list(SETTINGS)[int(i)] for i in args.settings.split(",")]
     base = plan_for("vllm", args.version, args.runs, 2)
     env, runner_env = vllm_cpu.prepare(args.version, {c.model for c in base.cells}, out,
                                        cache_dir=DEFAULT_CACHE,
@@ -79,8 +82,12 @@ def main() -> None:
             extra, warmups = SETTINGS[name]
             plan = plan_for("vllm", args.version, args.runs, warmups)
             loads[name].append(os.getloadavg()[0])
-            result, _ = run_cell(plan, env.python, {**runner_env, **extra}, out,
-                                 f"{len(rates[name])}-{name.replace(' ', '_')}")
+            result, _ = run_cell(plan, env.python, runner_env, out,
+                                 f"{len(rates[name])}-{name.replace(' ', '_')}", cell_env=extra)
+            log = (out / f"vllm-{len(rates[name])}-{name.replace(' ', '_')}.log").read_text()
+            bind = extra.get("VLLM_CPU_OMP_THREADS_BIND", "auto")
+            if f"VLLM_CPU_OMP_THREADS_BIND={bind!r}" not in log:
+                sys.exit(f"{name}: vLLM did not report VLLM_CPU_OMP_THREADS_BIND={bind!r}")
             rates[name].append([r.tok_s for r in result.runs])
             print(f"  start {start + 1}: {name}: "
                   f"{', '.join(f'{r:.0f}' for r in rates[name][-1])} tok/s", flush=True)

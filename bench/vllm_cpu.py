@@ -44,9 +44,15 @@ def plan_for(engine: str, version: str, runs: int, warmups: int = WARMUPS) -> Pl
 
 
 def run_cell(plan: Plan, python: str, extra_env: dict[str, str], out: Path,
-             tag: str = "") -> tuple[RunResult, float]:
-    """One start of the plan's cell under the runner's supervisor: (result, wall s)."""
+             tag: str = "", cell_env: dict[str, str] | None = None) -> tuple[RunResult, float]:
+    """One start of the plan's cell under the runner's supervisor: (result, wall s).
+
+    `cell_env` overrides the cell's own environment, which the rendered script sets on
+    itself (a value in `extra_env` for the same name would be overwritten there)."""
     cell = plan.cells[0]
+    if cell_env:
+        cell = cell.model_copy(update={"env": {**cell.env, **cell_env}})
+        plan = plan.model_copy(update={"cells": [cell, *plan.cells[1:]]})
     name = f"{plan.engine}{tag and '-' + tag}"
     script = next(s for s in render_plan(plan, [cell.cell_id]) if s.cell_id)
     path = out / script.filename

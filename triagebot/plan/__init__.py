@@ -94,7 +94,7 @@ def build_plan(
         _cpu_fields(request, options, base, choices)
     axes = _axes(request, options, engine_name, base, choices)
     if on_cpu:
-        C.notes(choices, any(a.name == "graph" for a in axes))
+        C.notes(choices, any(a.name == "graph" for a in axes), budget.max_runs)
     primary = min(range(len(axes)), key=lambda i: AXIS_ORDER.index(axes[i].name)) if axes else 0
 
     cells, comparisons = _matrix(engine, base, axes, primary)
