@@ -330,7 +330,7 @@ def tradeoff(pairs: int) -> list[str]:
     """The +5 % goals against each other, over the DIFFERENT spending function's shape:
     spending earlier stops sooner at CV 3 % and leaves less for the last look at CV 5 %."""
     out = []
-    for gamma in (-3.0, -2.0, -1.0, 0.0, 1.0):
+    for gamma in (-4.0, -3.0, -2.0, -1.0, 0.0, 1.0):
         fast = simulate_new(Scenario(0.03, 0.05, "none", pairs, MASTER_SEED + 101, gamma=gamma))
         slow = simulate_new(Scenario(0.05, 0.05, "none", pairs, MASTER_SEED + 102, gamma=gamma))
         out.append(f"gamma {gamma:+.0f}: CV 3 % mean {fast.runs.mean():.1f} runs/arm, "
@@ -401,7 +401,7 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=10000, help="A/A pairs per scenario")
     ap.add_argument("--check-pairs", type=int, default=40000,
                     help="A/A pairs of the SAME-off FPR check (a tenth for the trade-off)")
-    ap.add_argument("--power-pairs", type=int, default=2000, help="pairs per effect scenario")
+    ap.add_argument("--power-pairs", type=int, default=4000, help="pairs per effect scenario")
     ap.add_argument("--legacy-pairs", type=int, default=300,
                     help="pairs for the old procedure (one request at a time: slow)")
     args = ap.parse_args()
