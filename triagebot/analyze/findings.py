@@ -381,7 +381,8 @@ def _signatures(
         if text is None:
             text = "\n".join(r.log_tail for r in results.get(cell.cell_id, ()) if r.log_tail)
         if text:
-            hits.extend(match_log(text, signatures, cell_id=cell.cell_id, engine=cell.engine))
+            hits.extend(match_log(text, signatures, cell_id=cell.cell_id, engine=cell.engine,
+                                  runner=plan.gpu_kind))
     return hits
 
 
