@@ -55,6 +55,13 @@ def test_spec_before_the_first_capable_release_with_nothing_newer_is_refused() -
         C.choose_release("0.17.1", True, ["0.17.1"], Choices())
 
 
+def test_an_mtp_override_on_a_non_mtp_report_gets_the_mimo_standin() -> None:
+    # Seed 003 reports EAGLE-3 on gpt-oss; spec=mtp needs a model with an MTP layer.
+    plan = plan_for("003", "spec=mtp:1,none", "workload=offline")
+    assert {c.model for c in plan.cells} == {standins.target("mimo").model_id}
+    assert plan_for("003").cells[0].model == standins.target("llama").model_id
+
+
 def test_seed_000_runs_mtp_eager_against_compiled_on_a_mimo_standin() -> None:
     plan = plan_for("000")
     assert plan.gpu_kind == "cpu"
