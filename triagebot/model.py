@@ -394,7 +394,7 @@ class Comparison(_Model):
 class Budget(_Model):
     max_cells: int = Field(default=12, ge=1, le=64)
     runs: int = Field(default=5, ge=1, le=100)
-    max_runs: int = Field(default=20, ge=1, le=200)
+    max_runs: int = Field(default=30, ge=1, le=200)
     warmups: int = Field(default=1, ge=0, le=20)
     time_limit_s: int = Field(default=4 * 3600, ge=10, le=24 * 3600)
     cell_time_limit_s: int = Field(default=1200, ge=10, le=12 * 3600)

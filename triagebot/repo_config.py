@@ -22,7 +22,7 @@ trust_remote_code = ["org/model@<40-hex>"]  # the only models whose own code may
 [budget]
 max_cells = 12
 runs = 5
-max_runs = 20
+max_runs = 30
 gpu_minutes_per_job = 240
 gpu_minutes_per_day = 1440
 

@@ -44,6 +44,15 @@ def test_outcome_of_each_recorded_scenario(name: str) -> None:
     assert Findings.model_validate_json(f.model_dump_json()) == f
 
 
+def test_a_cpu_headline_says_torch_compile_where_a_gpu_one_says_cuda_graphs() -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    cpu = plan.model_copy(update={"gpu_kind": "cpu"})
+    f = analyze(cpu, results, request=seed_request())
+    assert "with MTP k=1 under torch.compile zai-org/GLM-OCR runs at 0.57x [" in f.headline
+    assert "CUDA graphs" not in f.headline
+    assert "under eager it is 1.54x" in f.headline
+
+
 def test_reproduced_headline_quotes_ours_and_the_reporters_ratio() -> None:
     plan, results = load_fixture("reproduced_slowdown")
     f = analyze(plan, results, request=seed_request())

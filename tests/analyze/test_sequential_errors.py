@@ -34,6 +34,23 @@ def test_false_positive_rate_is_within_one_percent(cv: float, drift: str) -> Non
     assert false <= _at_most(0.01), f"{false} of {PAIRS} A/A pairs called DIFFERENT"
 
 
+def test_false_positive_rate_holds_with_same_switched_off() -> None:
+    # Margin 0: no request can stop on SAME, so nothing pre-empts a false alarm and the
+    # DIFFERENT boundaries carry the whole budget (the worst case of the A/A rows).
+    out = simulate_new(Scenario(0.05, 0.0, "trend", PAIRS, SEED + 5, margin=0.0))
+    assert not (out.verdicts == "SAME").any()
+    false = int(((out.verdicts == "DIFFERENT") | (out.verdicts == "WRONG")).sum())
+    assert false <= _at_most(0.01), f"{false} of {PAIRS} A/A pairs called DIFFERENT"
+
+
+@pytest.mark.parametrize("ratio", [1.03, 1 / 1.03])
+def test_same_at_the_margin_is_rare(ratio: float) -> None:
+    # The truth sits on the ±3 % margin: SAME is then wrong, at most 5 % of the time.
+    out = simulate_new(Scenario(0.02, ratio - 1.0, "none", PAIRS, SEED + 6))
+    same = int((out.verdicts == "SAME").sum())
+    assert same <= _at_most(0.05), f"SAME in {same} of {PAIRS} at ratio {ratio:.4f}"
+
+
 @pytest.mark.parametrize("drift", ["none", "trend"])
 def test_unchanged_is_called_same_at_cv_2_percent(drift: str) -> None:
     out = simulate_new(Scenario(0.02, 0.0, drift, PAIRS, SEED + 1))

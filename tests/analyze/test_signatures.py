@@ -131,3 +131,11 @@ def test_duplicate_ids_are_refused() -> None:
 def test_custom_catalogue_is_used_when_given() -> None:
     sig = Signature(id="mine", severity="info", pattern="hello", hint="said hello")
     assert [h.id for h in match_log("hello there", [sig])] == ["mine"]
+
+
+def test_a_line_expected_on_the_runner_is_claimed_but_not_reported() -> None:
+    line = V031 + "Model Runner V2 requires Triton; using the V1 model runner instead."
+    assert [h.id for h in match_log(line, engine="vllm")] == ["v2_runner_fallback"]
+    assert [h.id for h in match_log(line, engine="vllm", runner="h100")] == ["v2_runner_fallback"]
+    # vLLM's CPU build prints it at every start; on the cpu runner it says nothing.
+    assert match_log(line, engine="vllm", runner="cpu") == []

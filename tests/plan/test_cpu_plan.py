@@ -55,6 +55,13 @@ def test_spec_before_the_first_capable_release_with_nothing_newer_is_refused() -
         C.choose_release("0.17.1", True, ["0.17.1"], Choices())
 
 
+def test_an_mtp_override_on_a_non_mtp_report_gets_the_mimo_standin() -> None:
+    # Seed 003 reports EAGLE-3 on gpt-oss; spec=mtp needs a model with an MTP layer.
+    plan = plan_for("003", "spec=mtp:1,none", "workload=offline")
+    assert {c.model for c in plan.cells} == {standins.target("mimo").model_id}
+    assert plan_for("003").cells[0].model == standins.target("llama").model_id
+
+
 def test_seed_000_runs_mtp_eager_against_compiled_on_a_mimo_standin() -> None:
     plan = plan_for("000")
     assert plan.gpu_kind == "cpu"
@@ -123,3 +130,18 @@ def test_standin_ids_change_with_their_recipe() -> None:
     assert standins.family_for("Qwen/Qwen3-8B", None) == "qwen2"
     assert standins.family_for("zai-org/GLM-OCR", "mtp") == "mimo"
     assert standins.family_for("meta-llama/Llama-3.1-8B", "eagle3") == "llama"
+
+
+def test_the_plan_states_what_the_runners_noise_lets_it_resolve() -> None:
+    plan = plan_for("000")
+    said = next(n for n in plan.notes if "run to run" in n)
+    assert f"about {C.RUN_CV:.0%} run to run" in said
+    assert f"within {plan.budget.max_runs} runs per arm" in said
+    assert f"{C.resolvable_change(C.RUN_CV, plan.budget.max_runs):.0%} or more" in said
+
+
+def test_resolvable_change_follows_noise_and_runs() -> None:
+    # 3.42 sd of the log ratio: at CV 3 % and 30 runs per arm about 2.7 %.
+    assert C.resolvable_change(0.03, 30) == pytest.approx(0.0268, abs=0.0005)
+    assert C.resolvable_change(0.20, 24) > C.resolvable_change(0.20, 48)
+    assert C.resolvable_change(0.30, 24) > C.resolvable_change(0.20, 24)

@@ -381,7 +381,8 @@ def _signatures(
         if text is None:
             text = "\n".join(r.log_tail for r in results.get(cell.cell_id, ()) if r.log_tail)
         if text:
-            hits.extend(match_log(text, signatures, cell_id=cell.cell_id, engine=cell.engine))
+            hits.extend(match_log(text, signatures, cell_id=cell.cell_id, engine=cell.engine,
+                                  runner=plan.gpu_kind))
     return hits
 
 
@@ -516,27 +517,31 @@ _SPEC_NAMES = {"mtp": "MTP", "eagle": "EAGLE", "eagle3": "EAGLE-3", "ngram": "ng
 _LEVEL_WORDS = {"graph": "under CUDA graphs", "eager": "under eager", "vit_graph":
                 "with encoder CUDA graphs", "vit_eager": "with an eager encoder",
                 "v1": "on Model Runner V1", "v2": "on Model Runner V2"}
+# On the cpu runner the graph level is torch.compile (a CPU has no CUDA graphs), and a
+# headline must not claim what did not run.
+_CPU_LEVEL_WORDS = {**_LEVEL_WORDS, "graph": "under torch.compile"}
 
 
-def _level_words(axis: str, level: str) -> str:
-    if level in _LEVEL_WORDS:
-        return _LEVEL_WORDS[level]
+def _level_words(axis: str, level: str, cpu: bool) -> str:
+    words = _CPU_LEVEL_WORDS if cpu else _LEVEL_WORDS
+    if level in words:
+        return words[level]
     if axis == "cudagraph_mode":
         return f"with cudagraph_mode={level}"
     return f"with {level}"
 
 
-def _cell_words(cell: Cell, axis: str) -> str:
+def _cell_words(cell: Cell, axis: str, cpu: bool) -> str:
     """What the numerator of a comparison along `axis` does, in words."""
     if axis == "spec" and cell.spec:
         return f"with {_SPEC_NAMES[cell.spec.method]} k={cell.spec.num_speculative_tokens}"
-    return _level_words(axis, cell.varies.get(axis, ""))
+    return _level_words(axis, cell.varies.get(axis, ""), cpu)
 
 
-def _baseline_words(cell: Cell, axis: str) -> str:
+def _baseline_words(cell: Cell, axis: str, cpu: bool) -> str:
     if axis == "spec":
         return "no speculation"
-    return _level_words(axis, cell.varies.get(axis, "")).split(" ", 1)[-1]
+    return _level_words(axis, cell.varies.get(axis, ""), cpu).split(" ", 1)[-1]
 
 
 def _ratio_text(res: ComparisonResult) -> str:
@@ -563,22 +568,23 @@ def headline(
     first = next((c for c in main if c.name == key), main[0])
     num, den = plan.cell(first.numerator[0]), plan.cell(first.denominator[0])
     axis = next((a for a in num.varies if num.varies[a] != den.varies.get(a)), "spec")
-    where = " ".join(_level_words(a, v) for a, v in num.varies.items() if a != axis)
+    cpu = plan.gpu_kind == "cpu"
+    where = " ".join(_level_words(a, v, cpu) for a, v in num.varies.items() if a != axis)
     reported = {r.comparison: r.reported for r in (against.ratios if against else [])
                 if not plan.stands_in_for}
     rep = f" (reported {reported[first.name]:.2f}x)" if first.name in reported else ""
-    subject = " ".join(x for x in (_cell_words(num, axis), where) if x)
+    subject = " ".join(x for x in (_cell_words(num, axis, cpu), where) if x)
     model = num.model
     if plan.stands_in_for:
         model = f"{num.model} (the {plan.engine} stand-in for {plan.stands_in_for})"
     text = (f"{word}: {subject} {model} runs at {_ratio_text(first.result)} the speed "
-            f"of {_baseline_words(den, axis)}{rep}")
+            f"of {_baseline_words(den, axis, cpu)}{rep}")
     others = []
     for comp in main:
         if comp is first or comp.result.ratio is None:
             continue
         c_num = plan.cell(comp.numerator[0])
-        ctx = " ".join(_level_words(a, v) for a, v in c_num.varies.items() if a != axis)
+        ctx = " ".join(_level_words(a, v, cpu) for a, v in c_num.varies.items() if a != axis)
         rep_o = f", reported {reported[comp.name]:.2f}x" if comp.name in reported else ""
         others.append(f"{ctx or comp.name} it is {comp.result.ratio:.2f}x "
                       f"({comp.result.n_a} v {comp.result.n_b} runs{rep_o})")

@@ -44,6 +44,9 @@ class Signature(BaseModel):
     related: tuple[str, ...] = ()
     unless: str | None = None
     engines: tuple[str, ...] = ()
+    # Runner kinds where the engine always prints this line, so it tells nothing there
+    # (vLLM's CPU build always falls back from Model Runner V2, for one).
+    expected_on: tuple[str, ...] = ()
 
     @field_validator("pattern", "unless")
     @classmethod
@@ -116,10 +119,12 @@ def match_log(
     *,
     cell_id: str = "",
     engine: str | None = None,
+    runner: str | None = None,
     max_evidence: int = MAX_EVIDENCE,
 ) -> list[SignatureHit]:
     """Signatures found in `text`, in catalogue order, each with up to `max_evidence`
-    matching lines (cut to 300 characters) and the count of all matching lines."""
+    matching lines (cut to 300 characters) and the count of all matching lines. A line a
+    signature expects on `runner` is claimed by it but not reported."""
     sigs = [
         s
         for s in (load_signatures() if signatures is None else signatures)
@@ -136,7 +141,8 @@ def match_log(
     hits: list[SignatureHit] = []
     for sig in sigs:
         matched = found.get(sig.id)
-        if not matched or _vetoed(sig, lines):
+        if not matched or _vetoed(sig, lines) or (runner is not None
+                                                     and runner in sig.expected_on):
             continue
         hits.append(
             SignatureHit(

@@ -98,7 +98,7 @@ def build_plan(
         _cpu_fields(request, options, base, choices)
     axes = _axes(request, options, engine_name, base, choices)
     if on_cpu:
-        C.notes(choices, any(a.name == "graph" for a in axes))
+        C.notes(choices, any(a.name == "graph" for a in axes), budget.max_runs)
     primary = min(range(len(axes)), key=lambda i: AXIS_ORDER.index(axes[i].name)) if axes else 0
 
     cells, comparisons = _matrix(engine, base, axes, primary)
@@ -290,7 +290,11 @@ def _cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, An
     if options.model:
         raise PlanRejected("the cpu runner runs stand-in models built locally; model= "
                            "cannot name another", field="model")
-    target, draft, family = C.standin_models(reported, request.spec_method, choices)
+    # spec= may ask for a method the report did not use (mtp needs the MiMo stand-in).
+    asked = [c.method for c in options.spec or () if c.method is not None]
+    method = next((m for m in asked if m.endswith("mtp")), asked[0] if asked else None)
+    target, draft, family = C.standin_models(reported, method or request.spec_method,
+                                             choices)
     base["model"] = target
     base["_draft"] = target if options.draft == "target" else draft
     base["_stands_in_for"] = reported

@@ -12,6 +12,7 @@ cudagraph modes, the V2 model runner, TP > 1 or EP is refused with its reason.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from triagebot.engines import standins
@@ -67,9 +68,19 @@ MAX_NUM_SEQS = 8
 CAPS = {"num_prompts": 4, "max_tokens": 96, "input_len": 64, "concurrency": 4,
         "serve_prompts": 16}
 # From bench/vllm_cpu.py on a shared 2-core runner (vLLM 0.32.0, one no-spec cell): start-up
-# ~90 s, ~73 runs a minute once started, CV of tok/s ~30 %. Runs are cheap next to a start
-# (and an escalation round restarts every engine), so a start measures 12 runs up front.
+# ~90 s, ~73 runs a minute once started. Runs are cheap next to a start (and an escalation
+# round restarts every engine), so a start measures 12 runs up front.
 BUDGET = {"runs": 12, "warmups": 2, "max_runs": 24, "time_limit_s": 600}
+# Run-to-run CV of tok/s from bench/cpu_noise.py (vLLM 0.32.0, one no-spec cell, 11 starts
+# of 12 runs, 2 cores shared with other jobs at load 5-14): 20 % within a start (4 % to
+# 37 % start by start, following the neighbours' load), 17 % between starts. vLLM's own
+# binding ("auto" above) is kept: unbound, the worker's two OpenMP threads fought the
+# neighbours and the CV passed 300 % at a third of the speed. 6 warm-ups instead of 2
+# changed nothing measurable next to the neighbours' noise. The CV sets what a throughput
+# verdict can resolve here (`resolvable_change`), which the plan states.
+RUN_CV = 0.20
+# z of 1 % two-sided plus z of 80 % power: the change a last look finds 4 times in 5.
+_Z_FIND = 2.576 + 0.842
 # A `vllm bench serve` run is a process of its own that imports vLLM (~15 s here), so a
 # serve cell measures fewer, larger runs.
 SERVE_BUDGET = {"runs": 3, "warmups": 1, "max_runs": 6}
@@ -202,11 +213,23 @@ def finish_cell(cell: Cell) -> Cell:
     return cell.model_copy(update={"engine_args": args, "env": {**cell.env, **ENV}})
 
 
-def notes(choices: D.Choices, graph_axis: bool) -> None:
+def resolvable_change(cv: float, runs: int) -> float:
+    """The throughput change (a ratio less 1) found 80 % of the time with `runs` runs per
+    arm at run-to-run CV `cv`, as one look of the verdict's t test on log tok/s sees it."""
+    sigma = math.sqrt(math.log1p(cv * cv))
+    return math.expm1(_Z_FIND * sigma * math.sqrt(2.0 / max(runs, 1)))
+
+
+def notes(choices: D.Choices, graph_axis: bool, max_runs: int) -> None:
     if graph_axis:
         choices.note("CUDA graphs need a GPU: on the cpu runner 'graph' means compiled "
                      "(torch.compile with inductor, no enforce_eager) against eager, which "
                      "tests the compiled path but not graph capture")
+    choices.note(f"tok/s on this shared runner varies about {RUN_CV:.0%} run to run "
+                 f"(bench/cpu_noise.py), so within {max_runs} runs per arm only throughput "
+                 f"changes of about {resolvable_change(RUN_CV, max_runs):.0%} or more are "
+                 "resolved, and SAME within a few percent is out of reach: a throughput "
+                 "verdict here is UNKNOWN unless the change is large")
     choices.note(f"what this CPU run answers for real: {CAN}")
     choices.note(f"what it cannot answer: {CANNOT}")
 

@@ -8,7 +8,7 @@ around each measured batch, so warm-up drafts are not counted.
 Run it by itself:  TRIAGEBOT_RESULT=result.json python3 this_file.py
 """
 # cell: spec + eager
-# plan 45f36f888f8e, vLLM 0.17.1, workload offline
+# plan 99416860f061, vLLM 0.17.1, workload offline
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
 import hashlib
 import json

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every cell of triagebot plan 45f36f888f8e in order.
+# Runs every cell of triagebot plan 99416860f061 in order.
 # Each script writes its RunResult to results/<cell>.json; a failing cell does not stop
 # the others, and the exit status is 1 if any cell failed.
 set -uo pipefail

@@ -16,7 +16,7 @@ The benchmark always decodes greedily; the cell's sampling settings do not apply
 Run it by itself:  TRIAGEBOT_RESULT=result.json python3 this_file.py
 """
 # cell: Multi GPU GLM-4.1V-9B-Thinking image + vit_eager
-# plan f7a1848b7a2e, vLLM 0.33.0, workload mm_processor
+# plan efb8ff1d2ebb, vLLM 0.33.0, workload mm_processor
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
 import hashlib
 import json

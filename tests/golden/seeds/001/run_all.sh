@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every cell of triagebot plan f7a1848b7a2e in order.
+# Runs every cell of triagebot plan efb8ff1d2ebb in order.
 # Each script writes its RunResult to results/<cell>.json; a failing cell does not stop
 # the others, and the exit status is 1 if any cell failed.
 set -uo pipefail

@@ -5,7 +5,7 @@
 # spec mapping: num_drafts = attempted, num_draft_tokens = attempted * effective draft
 # tokens (from /v1/status), num_accepted_tokens = accepted.
 # cell c654e84b6b2: no_spec
-# plan 38c0198c747d, vllm-mlx 0.4.1
+# plan d3978f1ceb02, vllm-mlx 0.4.1
 # note: /v1/completions has no ignore_eos: requests may stop early, output tokens are
 # counted from usage
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---

@@ -9,7 +9,7 @@ Writes a RunResult JSON to $TRIAGEBOT_RESULT.
 Run it by itself:  TRIAGEBOT_RESULT=result.json python3 this_file.py
 """
 # cell: v1 + graph (A/A)
-# plan e4bc47365d0e, vLLM 0.33.0, workload serve
+# plan 83fa583ab959, vLLM 0.33.0, workload serve
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
 import hashlib
 import json

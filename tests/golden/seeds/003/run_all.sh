@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every cell of triagebot plan e4bc47365d0e in order.
+# Runs every cell of triagebot plan 83fa583ab959 in order.
 # Each script writes its RunResult to results/<cell>.json; a failing cell does not stop
 # the others, and the exit status is 1 if any cell failed.
 set -uo pipefail

@@ -9,7 +9,7 @@ Writes a RunResult JSON to $TRIAGEBOT_RESULT.
 Run it by itself:  TRIAGEBOT_RESULT=result.json python3 this_file.py
 """
 # cell: FULL (A/A)
-# plan e14a2ac95dbf, vLLM 0.33.0, workload serve
+# plan 93bf6f7dd2fa, vLLM 0.33.0, workload serve
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
 import hashlib
 import json

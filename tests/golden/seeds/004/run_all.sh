@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every cell of triagebot plan e14a2ac95dbf in order.
+# Runs every cell of triagebot plan 93bf6f7dd2fa in order.
 # Each script writes its RunResult to results/<cell>.json; a failing cell does not stop
 # the others, and the exit status is 1 if any cell failed.
 set -uo pipefail
