@@ -41,10 +41,11 @@ from triagebot.bisect import search
 from triagebot.bisect.ranges import BisectRange
 from triagebot.bisect.search import Step
 
-# A bisect step escalates to twice a repro's default ceiling (Budget().max_runs = 20), as
-# Pinpoint adds repeats where the answer is unclear: at CV 3 % an unchanged point needs
-# ~25 runs per arm to be called SAME within ±3 %, and every UNKNOWN is a skip.
-MAX_RUNS = 40
+# A bisect step escalates past a repro's default ceiling (Budget().max_runs), as Pinpoint
+# adds repeats where the answer is unclear: at CV 3 % an unchanged point needs ~25 runs
+# per arm to be called SAME within ±3 %, and every UNKNOWN is a skip. The same number as
+# BisectSettings.step_max_runs.
+MAX_RUNS: int = BisectSettings.model_fields["step_max_runs"].default
 ROUND_SHIFT = 0.01
 SEED = 20261125
 GOAL_WRONG = 0.01
