@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from triagebot.analyze import verdict
 from triagebot.bisect import search
 from triagebot.bisect.ranges import BisectRange
+from triagebot.bisect.runner import BisectSettings
 from triagebot.bisect.search import Step
 
 # A bisect step escalates past a repro's default ceiling (Budget().max_runs), as Pinpoint
