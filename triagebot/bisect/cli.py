@@ -94,7 +94,7 @@ def bisect_command(
         known = ranges.finals(listed)
         good, bad, notes = hints.choose(args.good, args.bad, (title or "") + "\n\n" + text,
                                         known)
-        rng = ranges.release_range(known, good, bad, direction=args.direction)  # type: ignore[arg-type]
+        rng = ranges.release_range(known, good, bad, direction=args.direction)
     except (ranges.BisectError, ProvisionError) as exc:
         raise _fail(EXIT_REFUSED, str(exc)) from None
     try:

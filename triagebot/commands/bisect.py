@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from triagebot.commands.base import CommandSpec, Malformed, Parsed, Position, Word
 from triagebot.options import OptionsError, ReproOptions, parse_overrides
@@ -21,8 +22,9 @@ BISECT_KEYS = ("good", "bad", "regress")
 # A release, a nightly or a commit SHA: nothing else reaches a plan or a shell.
 _POINT = re.compile(r"^(?:v?\d{1,6}(?:\.\d{1,6}){0,4}(?:\.?(?:post|dev)\d{1,14}){0,2}"
                     r"|[0-9a-f]{7,40})$")
-_REGRESS = {"success": "success", "error": "regress", "regress": "regress",
-            "failure": "regress"}
+Direction = Literal["regress", "success"]
+_REGRESS: dict[str, Direction] = {"success": "success", "error": "regress",
+                                  "regress": "regress", "failure": "regress"}
 
 KEY_HELP: dict[str, str] = {
     "good": "a release, nightly or commit SHA where the report's behaviour is good",
@@ -42,7 +44,7 @@ class BisectWordsError(ValueError):
 class BisectArgs:
     good: str | None
     bad: str | None
-    direction: str  # "regress" | "success"
+    direction: Direction
     options: ReproOptions
     overrides: tuple[str, ...]  # the repro words, as given
 
@@ -60,6 +62,7 @@ def _key(word: str) -> str:
 def parse_words(words: Iterable[str]) -> BisectArgs:
     """Split bisect's own keys from the repro overrides; a clear error for bad values."""
     found: dict[str, str] = {}
+    direction: Direction = "regress"
     rest: list[str] = []
     for word in words:
         key, sep, raw = word.partition("=")
@@ -75,7 +78,8 @@ def parse_words(words: Iterable[str]) -> BisectArgs:
         if key == "regress":
             if raw.lower() not in _REGRESS:
                 raise BisectWordsError(f"regress={raw[:20]!r}: use error or success", key=key)
-            found[key] = _REGRESS[raw.lower()]
+            found[key] = raw
+            direction = _REGRESS[raw.lower()]
             continue
         if not _POINT.match(raw.lower()):
             raise BisectWordsError(f"{key}={raw[:40]!r} is not a release (0.17.1), a "
@@ -89,7 +93,7 @@ def parse_words(words: Iterable[str]) -> BisectArgs:
         raise BisectWordsError("version= makes no sense in a bisect: every step picks its "
                                "own; use good= and bad=", key="version")
     return BisectArgs(good=found.get("good"), bad=found.get("bad"),
-                      direction=found.get("regress", "regress"), options=options,
+                      direction=direction, options=options,
                       overrides=tuple(rest))
 
 

@@ -30,7 +30,7 @@ def decide(command: Command, facts: Facts) -> list[Action]:
         args = parse_words(command.words)
         text = f"{thread.title}\n\n{thread.body}"
         good, bad, notes = hints.choose(args.good, args.bad, text)
-        check_order(good, bad, args.direction)  # type: ignore[arg-type]
+        check_order(good, bad, args.direction)
     except (BisectWordsError, BisectError) as exc:
         return [Reply(words.plan_refused(f"bisect: {exc}"))]
     newer = max(good, bad, key=version_key)
