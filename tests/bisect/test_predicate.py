@@ -57,3 +57,14 @@ def test_reported_errors_ignore_prose() -> None:
     assert reported_errors("The error rate went up. No exception here.") == []
     assert reported_errors("torch._dynamo.exc.Unsupported: x\nRuntimeError: CUDA error: "
                            "out of memory") == ["RuntimeError: CUDA error: out of memory"]
+
+
+def test_the_root_cause_is_named_not_the_wrapper() -> None:
+    from triagebot.bisect.predicate import root_error
+
+    log = ("RuntimeError: Found no NVIDIA driver on your system\n"
+           "TypeError: kernel() got an unexpected keyword argument 'SYNTHETIC_MODE'\n"
+           "RuntimeError: Engine core initialization failed. See root cause above.\n")
+    assert root_error(log) == ("TypeError: kernel() got an unexpected keyword argument "
+                               "'SYNTHETIC_MODE'")
+    assert root_error("all fine") is None

@@ -26,14 +26,23 @@ _ERROR_LINE = re.compile(
     r"\b((?:[A-Z][A-Za-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception)):\s*([^\n`]{3,160})")
 
 
-def reported_errors(text: str) -> list[str]:
+def reported_errors(text: str, limit: int = 5) -> list[str]:
     """The error lines a report quotes, as "Type: message", first mention first."""
     found: list[str] = []
     for m in _ERROR_LINE.finditer(text):
         line = f"{m.group(1).rsplit('.', 1)[-1]}: {m.group(2).strip().rstrip('.')}"
         if line not in found:
             found.append(line)
-    return found[:5]
+    return found[:limit]
+
+
+def root_error(text: str) -> str | None:
+    """The error a failed run's log names as its cause: engines wrap the real exception
+    in RuntimeErrors ("Engine core initialization failed"), so a more specific type wins."""
+    errors = reported_errors(text, limit=50)
+    specific = [e for e in errors if not e.startswith(("RuntimeError", "Exception"))]
+    chosen = specific or errors
+    return chosen[0] if chosen else None
 
 
 def _matches(error: str, haystack: str) -> bool:
@@ -81,7 +90,8 @@ def step_verdict(findings: Findings, *, errors: Sequence[str] = (),
         if not hit:
             first = failed[0]
             other = (first.error or first.status).strip().splitlines()
-            said = other[-1][:160] if other else first.status
+            said = (root_error(texts[first.cell_id])
+                    or (other[-1] if other else first.status))[:160]
             return "good", (f"the reported error ({errors[0]}) is gone; {first.label} "
                             f"fails otherwise: {said}")
         return "bad", f"{why}; the log shows the reported error ({hit[0]})"
