@@ -75,6 +75,7 @@ from triagebot.analyze.spec import (
     step_seconds,
     tokens_per_step,
 )
+from triagebot.engines import standins
 from triagebot.model import Cell, Comparison, Plan, ReproRequest, RunEnv, RunResult, SpecCounters
 
 FAILED_STATUSES = ("failed", "crashed", "oom")
@@ -311,13 +312,17 @@ def _collapse(plan: Plan, cells: Mapping[str, CellFinding]) -> list[CollapseFlag
     groups: dict[tuple[Any, ...], dict[str, AcceptanceStats]] = {}
     for cell in plan.cells:
         found = cells[cell.cell_id]
-        if cell.spec is None or found.acceptance is None:
+        if cell.spec is None or found.acceptance is None or _random_drafter(cell):
             continue
         key = (cell.model, cell.spec.method, cell.spec.num_speculative_tokens,
                cell.spec.draft_model, cell.spec.rejection_sample_method,
                cell.sampling.temperature)
         groups.setdefault(key, {})[cell.label] = found.acceptance
     return [flag for arms in groups.values() for flag in detect_collapse(arms)]
+
+
+def _random_drafter(cell: Cell) -> bool:
+    return cell.spec is not None and standins.is_untrained_head(cell.spec.draft_model)
 
 
 def _step_fits(plan: Plan, cells: Mapping[str, CellFinding]) -> list[StepFitFinding]:
@@ -485,6 +490,11 @@ def decide_outcome(
             und = next(c for c in claims if c.reproduced is None)
             return "inconclusive", f"{und.comparison}: {und.reason}"
         return "reproduced", "; ".join(f"{c.comparison}: {c.reason}" for c in claims)
+    spec_cells = [c for c in plan.cells if c.spec is not None]
+    if symptom == "acceptance_drop" and spec_cells and all(map(_random_drafter, spec_cells)):
+        return "inconclusive", ("the drafter here is a stand-in head with random weights, "
+                                "accepted ~0 % by construction, so acceptance cannot be "
+                                "checked on this runner; the release did load and run it")
     return _outcome_from_symptom(symptom, comparisons, cells, collapse)
 
 
