@@ -66,7 +66,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from triagebot.model import Budget, GpuKind, PlanEngine, PlanPolicy
-from triagebot.options import ReproOptions
+from triagebot.overrides import ReproOptions
 
 MAX_BYTES = 64 * 1024
 MAX_ENTRIES = 200  # per list; a longer list is a mistake, not a configuration

@@ -11,7 +11,7 @@ from triagebot.commands import (
     Position,
     parse_comment,
 )
-from triagebot.options import KEYS, SpecChoice
+from triagebot.overrides import KEYS, SpecChoice
 
 
 def _commands(body: str, bot: str = "triagebot") -> list[Command]:

@@ -10,7 +10,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes import github_fixture
 from tests.fakes.github_server import FakeGitHub
-from triagebot.github import GitHubClient, RetryPolicy
+from triagebot.github.calls import RetryPolicy
+from triagebot.github.client import GitHubClient
 from triagebot.settings import Settings, load_settings
 
 REPO = github_fixture.REPO

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import seed_path
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.render import render_plan

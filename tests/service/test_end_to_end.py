@@ -22,9 +22,10 @@ from tests.fakes.github_fixture import INSTALLATION_ID, REPO
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.redis_fixture import make_settings
 from tests.fakes.services import Uvicorn, Worker, settings_env, sign, wait_for
-from triagebot.jobs import JobRecord, JobStore
+from triagebot.jobs.record import JobRecord
+from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
-from triagebot.web import create_app
+from triagebot.web.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "webhooks"

@@ -16,7 +16,7 @@ import pytest
 from tests.fakes.redis_fixture import make_settings as base_settings
 from tests.web.support import SECRET, LiveServer
 from triagebot.settings import Settings
-from triagebot.web import create_app
+from triagebot.web.app import create_app
 
 
 @pytest.fixture

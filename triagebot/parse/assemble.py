@@ -34,7 +34,7 @@ from triagebot.parse.normalize import (
     version_key,
 )
 from triagebot.parse.runs import RunConfig, spec_config_settings
-from triagebot.parse.settings import PROGRAM_ENGINE, as_bool, as_float, as_int
+from triagebot.parse.vocabulary import PROGRAM_ENGINE, as_bool, as_float, as_int
 
 REPO_ENGINE = {"vllm-project/vllm": "vllm", "sgl-project/sglang": "sglang",
                "waybarrios/vllm-mlx": "vllm-mlx", "ggml-org/llama.cpp": "llama.cpp",

@@ -27,7 +27,7 @@ from triagebot.model import (
     Sampling,
     check_inert,
 )
-from triagebot.options import ReproOptions
+from triagebot.overrides import ReproOptions
 from triagebot.plan import cpu as C
 from triagebot.plan import defaults as D
 from triagebot.plan.axes import (

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triagebot.model import ReproRequest, SpecParams
-from triagebot.options import ReproOptions, SpecChoice
+from triagebot.overrides import ReproOptions, SpecChoice
 from triagebot.plan.defaults import K_BY_METHOD, Choices
 
 # The order axes appear in labels, and the priority for the plan's main question.

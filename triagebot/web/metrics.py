@@ -29,10 +29,10 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from triagebot.jobs import CELL_BUCKETS, JobStore
+from triagebot.jobs.store import CELL_BUCKETS, JobStore
 from triagebot.settings import Settings
 from triagebot.web.deps import service_of
-from triagebot.workers import names
+from triagebot.workers import task_queues
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class RedisCollector(Collector):
 
         depth = GaugeMetricFamily("triagebot_queue_depth", "Messages waiting in a queue",
                                   labels=["queue"])
-        queues = [names.TRIAGE_QUEUE, *(self.settings.queue_for(k)
+        queues = [task_queues.TRIAGE_QUEUE, *(self.settings.queue_for(k)
                                         for k in self.settings.gpu_kinds)]
         for queue in queues:
             depth.add_metric([queue], store.queue_depth(queue))

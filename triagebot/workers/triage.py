@@ -19,20 +19,24 @@ from contextlib import contextmanager
 import redis
 from celery import Celery
 
-from triagebot import decisions, handlers, links
+from triagebot import decisions, links
 from triagebot.commands import Command
+from triagebot.decisions import replies as words
+from triagebot.decisions import rules
 from triagebot.decisions.actions import Action, CancelJobs, React, Refuse, Reply, StartJob
 from triagebot.decisions.facts import Facts
 from triagebot.decisions.repro import CONFIG_PATH
-from triagebot.events import Actor, ThreadEvent
-from triagebot.github import GitHubClient, GitHubError, Thread
-from triagebot.jobs import JobRecord, JobStore, text_of, utc_day
-from triagebot.options import ReproOptions
+from triagebot.github.client import GitHubClient
+from triagebot.github.errors import GitHubError
+from triagebot.github.models import Thread
+from triagebot.jobs.record import JobRecord
+from triagebot.jobs.store import JobStore, text_of, utc_day
+from triagebot.overrides import ReproOptions
 from triagebot.parse import parse_report
 from triagebot.repo_config import RepoConfig, RepoConfigError, parse_repo_config
-from triagebot.report import thread as words
 from triagebot.settings import Settings
-from triagebot.workers import names
+from triagebot.web.events import Actor, ThreadEvent
+from triagebot.workers import task_queues
 
 log = logging.getLogger(__name__)
 
@@ -64,14 +68,14 @@ class Triage:
     def handle(self, event: ThreadEvent) -> None:
         if event.event == "issue_comment":
             self._comment(event)
-        elif handlers.is_self_or_bot(event.sender, self.settings.bot_login):
+        elif rules.is_self_or_bot(event.sender, self.settings.bot_login):
             return
         else:
             self._thread_event(event)
 
     def _comment(self, event: ThreadEvent) -> None:
         """Gather the facts the comment's commands need, decide, then apply."""
-        items = handlers.commands_for(event, self.settings.bot_login,
+        items = rules.commands_for(event, self.settings.bot_login,
                                       self.settings.command_name)
         if not items or event.comment is None:
             return
@@ -179,13 +183,13 @@ class Triage:
             # Nobody invoked us: a broken config stays silent on auto-triage.
             log.warning("invalid %s in %s: %s", CONFIG_PATH, event.repo, "; ".join(problems))
             return
-        if not handlers.wants_triage(event, config):
+        if not rules.wants_triage(event, config):
             return
         thread = gh.read_thread(event.repo, event.number)
         request = parse_report(thread.body.encode(), title=thread.title, repo=event.repo)
         will_run = False
         notes: list[str] = []
-        if request.in_scope and handlers.triage_may_run(event, config):
+        if request.in_scope and rules.triage_may_run(event, config):
             facts = self._facts(gh, event, config, {"repro"}, thread)
             trigger = f"{event.event}-{event.action}-{event.label or ''}"
             actions = (decisions.repro.start(facts, trigger, "repro", ReproOptions())
@@ -236,7 +240,7 @@ class Triage:
             comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
                                            job.comment_id)
             self.store.set(job.id, comment_id=comment_id)
-            self.celery.send_task(names.RUN_JOB, args=[job.id],
+            self.celery.send_task(task_queues.RUN_JOB, args=[job.id],
                                   queue=self.settings.queue_for(job.gpu_kind),
                                   task_id=f"job-{job.id}-{uuid.uuid4().hex[:8]}",
                                   ignore_result=True)
@@ -250,8 +254,8 @@ class Triage:
             record = self.store.request_cancel(id_, actor)
             if record.state == "cancelled":
                 # Queued: no worker will pick it up, so say so on its comment now.
-                self.celery.send_task(names.PUBLISH, args=[id_],
-                                      queue=names.TRIAGE_QUEUE, ignore_result=True)
+                self.celery.send_task(task_queues.PUBLISH, args=[id_],
+                                      queue=task_queues.TRIAGE_QUEUE, ignore_result=True)
 
     # --- facts from GitHub, cached --------------------------------------------------------
     def _cached(self, key: str, ttl_s: int, fetch: Callable[[], str | None]) -> str | None:
@@ -277,16 +281,16 @@ class Triage:
             return RepoConfig.default(), exc.problems
 
     def _allowed(self, gh: GitHubClient, repo: str, login: str, config: RepoConfig) -> bool:
-        if handlers.is_self_or_bot(Actor(login=login), self.settings.bot_login):
+        if rules.is_self_or_bot(Actor(login=login), self.settings.bot_login):
             return False
         if config.user_listed(login):
             return True
         permission = self._cached(self.settings.key("permission", repo.lower(), login.lower()),
                                   self.settings.permission_ttl_s,
                                   lambda: gh.permission(repo, login)) or "none"
-        in_team = (permission not in handlers.RUN_PERMISSIONS
-                   and any(gh.in_team(org, slug, login) for org, slug in handlers.teams(config)))
-        return handlers.may_start_gpu_work(permission, login, config, in_team)
+        in_team = (permission not in rules.RUN_PERMISSIONS
+                   and any(gh.in_team(org, slug, login) for org, slug in rules.teams(config)))
+        return rules.may_start_gpu_work(permission, login, config, in_team)
 
     def _first_refusal(self, repo: str, number: int, login: str) -> bool:
         """At most one refusal per user, thread and day: a refused user cannot make us spam."""

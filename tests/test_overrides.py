@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from triagebot.options import KEYS, OptionsError, ReproOptions, SpecChoice, parse_overrides
+from triagebot.overrides import KEYS, OptionsError, ReproOptions, SpecChoice, parse_overrides
 
 
 def test_every_documented_key_parses() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from triagebot.events import (
+from triagebot.web.events import (
     MAX_BODY,
     MAX_TITLE,
     RELEVANT,

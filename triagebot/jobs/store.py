@@ -1,139 +1,41 @@
-"""Job records in Redis: identity, the state machine, locks with heartbeats, stored results.
+"""Job records in Redis: the state machine's moves, locks with heartbeats, stored results.
 
-A job is one `@triagebot repro` (or one auto-triage run) on one thread. Its id is a hash of
-where it came from and what it asks, so a redelivered webhook or a duplicate task maps to
-the same record. Only one job per (thread, plan) is active at a time. The record moves
-
-    queued -> running -> done | failed | cancelled      (queued -> cancelled | failed too)
-
-and every move is checked here, atomically, so two workers cannot both finish a job. A
-worker holds the job's lock while it runs it; the lock carries a fencing token, results
-are written only under the current token, and a heartbeat keeps it alive.
+The record itself and its states are in `triagebot.jobs.record`. Only one job per
+(thread, plan) is active at a time, and every move is checked here, atomically, so two
+workers cannot both finish a job. A worker holds the job's lock while it runs it; the lock
+carries a fencing token, results are written only under the current token, and a
+heartbeat keeps it alive.
 
 Every key lives under the settings' namespace and has a TTL: nothing grows without bound.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, get_args
+from typing import Any
 
 import redis
-from pydantic import BaseModel, ConfigDict, Field
 
-from triagebot.analyze.findings_models import Outcome
+from triagebot.jobs.record import (
+    MOVES,
+    OUTCOMES,
+    STATES,
+    TERMINAL,
+    Created,
+    JobError,
+    JobRecord,
+    JobState,
+)
 from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.settings import Settings
 
-JobState = Literal["queued", "running", "done", "failed", "cancelled"]
-STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed", "cancelled")
-TERMINAL: frozenset[str] = frozenset({"done", "failed", "cancelled"})
-# What a finished report concluded, counted for /metrics.
-OUTCOMES: tuple[str, ...] = get_args(Outcome)
-_MOVES: dict[str, frozenset[str]] = {
-    "queued": frozenset({"running", "cancelled", "failed"}),
-    # running -> queued: the worker lost the job (crash, shutdown) and it waits for a retry.
-    "running": frozenset({"done", "failed", "cancelled", "queued"}),
-}
 # Buckets of the cell-duration histogram, in seconds.
 CELL_BUCKETS: tuple[float, ...] = (5, 15, 30, 60, 120, 300, 600, 1200, 2400, 3600)
-
-
-JOB_ID_CHARS = 32
-
-
-class JobError(Exception):
-    """A move the state machine does not allow, or a job that does not exist."""
-
-
-def job_id(key: bytes, repo: str, number: int, trigger: str, command: str) -> str:
-    """Stable but unguessable id: the same comment asking the same thing is the same job.
-
-    `trigger` names what started it (a comment id, or `issue-opened`), `command` is the
-    normalised command text, so spacing and key order do not make a second job. The HMAC
-    under the deployment's link key (128 bits shown) means nobody can compute the id of
-    someone else's job from the thread's public facts.
-    """
-    text = "\x1f".join((repo.lower(), str(number), trigger, command))
-    return hmac.new(key, text.encode(), hashlib.sha256).hexdigest()[:JOB_ID_CHARS]
-
-
-def page_token(key: bytes, id_: str) -> str:
-    """The signature a private repository's job page link carries (see `web/access.py`)."""
-    return hmac.new(key, f"page\x1f{id_}".encode(), hashlib.sha256).hexdigest()[:32]
-
-
-class JobRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    repo: str
-    number: int
-    installation_id: int | None = None
-    is_pr: bool = False
-    # The repository was private when the job was made: its page needs the signed link.
-    private: bool = False
-    title: str = ""
-    trigger: str
-    requester: str
-    command: str
-    plan_hash: str
-    gpu_kind: str
-    state: JobState = "queued"
-    attempts: int = 0
-    # Times the reaper found the job's worker gone and queued it again.
-    reaped: int = 0
-    created_at: float = Field(default_factory=time.time)
-    started_at: float | None = None
-    finished_at: float | None = None
-    updated_at: float = Field(default_factory=time.time)
-    heartbeat_at: float | None = None
-    cancel_requested: bool = False
-    cancelled_by: str | None = None
-    worker: str | None = None
-    # The sticky report comment on the thread, once created.
-    comment_id: int | None = None
-    # The run task has been sent to its GPU queue (a crash before that is repaired by a
-    # redelivered event).
-    enqueued: bool = False
-    progress_posted_at: float | None = None
-    published: bool = False
-    cells: int = 0
-    # The plan's own estimate of its GPU time, for queue ETAs.
-    estimated_s: float = 0.0
-    # SAME means within ±margin: the repo config's, fixed when the job was created.
-    margin: float = 0.03
-    runs_done: int = 0
-    runs_planned: int = 0
-    eta_s: float | None = None
-    current: str = ""
-    outcome: str | None = None
-    headline: str | None = None
-    error: str | None = None
-    gpu_seconds: float = 0.0
-
-    @property
-    def terminal(self) -> bool:
-        return self.state in TERMINAL
-
-    @property
-    def thread(self) -> str:
-        return f"{self.repo}#{self.number}"
-
-
-class Created(BaseModel):
-    """What `JobStore.create` did: made it, found the same job, or found another one active."""
-
-    status: Literal["created", "duplicate", "busy"]
-    job: JobRecord
-
 
 # Creation is one script so that a storm of duplicate deliveries makes exactly one job and
 # at most one job per (thread, plan) is active, whatever the interleaving.
@@ -299,7 +201,7 @@ class JobStore:
         """Change state, checking the move is allowed; other fields are set alongside."""
 
         def change(record: JobRecord) -> JobRecord:
-            if to != record.state and to not in _MOVES.get(record.state, frozenset()):
+            if to != record.state and to not in MOVES.get(record.state, frozenset()):
                 raise JobError(f"job {id_} cannot go from {record.state} to {to}")
             now = time.time()
             update: dict[str, Any] = {"state": to, **fields}
