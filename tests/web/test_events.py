@@ -22,7 +22,7 @@ from triagebot.web.events import (
     worth_queueing,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "webhooks"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "webhooks"
 BOT = "triagebot[bot]"
 
 
