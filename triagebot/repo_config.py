@@ -352,7 +352,8 @@ def _describe(err: ErrorDetails) -> str:
         model = _SECTIONS.get(str(loc[0]))
         valid = ", ".join(_keys(model)) if model else ""
         return f"{path}: unknown key; valid keys in [{loc[0]}]: {valid}"
-    message = _MESSAGES.get(err["type"], lambda e: e["msg"])(err)
+    explain = _MESSAGES.get(err["type"])
+    message = explain(err) if explain is not None else err["msg"]
     shown = _shown(err.get("input"))
     return f"{path}{' = ' + shown if shown else ''}: {message}"
 

@@ -7,6 +7,7 @@ Issue 15, defect 1: two or five copies used to post two job comments and two run
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -21,6 +22,9 @@ from triagebot.settings import Settings
 from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery
 from triagebot.workers.triage import Triage
+
+# Measured figures go to the log: pytest shows them with a failure or with --log-cli-level=INFO.
+log = logging.getLogger(__name__)
 
 
 def _executor(settings: Settings) -> Triage:
@@ -73,7 +77,7 @@ def test_concurrent_copies_of_a_repro_make_one_comment_and_one_run(
     runs = [m for m in queued(settings, "gpu-h100") if m["headers"]["task"] == task_queues.RUN_JOB]
     assert len(runs) == 1
     assert store.require(jobs[0].id).comment_id == job_comments[0].id
-    print(f"\n{copies} concurrent deliveries: 1 comment, 1 run, {took:.2f} s")
+    log.info(f"{copies} concurrent deliveries: 1 comment, 1 run, {took:.2f} s")
 
 
 @pytest.mark.parametrize("copies", [2, 20])

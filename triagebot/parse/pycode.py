@@ -676,7 +676,8 @@ def _source(node: ast.AST, src: list[str], limit: int = 4000) -> str:
             return ast.unparse(node)[:limit]
         return ""
     if lineno == end_lineno:
-        return src[lineno - 1][col:end_col][:limit]
+        line: str = src[lineno - 1]
+        return line[col:end_col][:limit]
     parts = [src[lineno - 1][col:]]
     size = len(parts[0])
     for k in range(lineno, min(end_lineno - 1, len(src))):
