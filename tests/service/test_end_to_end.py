@@ -22,11 +22,12 @@ import pytest
 from tests.fakes.github_fixture import INSTALLATION_ID, REPO
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.redis_fixture import make_settings
-from tests.fakes.services import Uvicorn, Worker, settings_env, sign, wait_for
+from tests.fakes.services import Uvicorn, Worker, settings_env, wait_for
 from triagebot.jobs.record import JobRecord
 from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
 from triagebot.web.app import create_app
+from triagebot.web.signature import sign
 
 # Measured figures go to the log: pytest shows them with a failure or with --log-cli-level=INFO.
 log = logging.getLogger(__name__)

@@ -20,19 +20,18 @@ from triagebot.web.app import create_app
 
 
 @pytest.fixture
-def make_settings(namespace: str) -> Callable[..., Settings]:
-    def build(**overrides: Any) -> Settings:
-        values: dict[str, Any] = {"webhook_secrets": [SECRET], "gpu_kinds": ["h100"],
-                                  "default_gpu": "h100"}
-        values.update(overrides)
-        return base_settings(namespace, **values)
-
-    return build
+def settings_overrides() -> dict[str, Any]:
+    return {"webhook_secrets": [SECRET], "gpu_kinds": ["h100"], "default_gpu": "h100"}
 
 
 @pytest.fixture
-def settings(make_settings: Callable[..., Settings]) -> Settings:
-    return make_settings()
+def make_settings(namespace: str, settings_overrides: dict[str, Any]) -> Callable[..., Settings]:
+    """Variants of `settings` (tests/fakes/redis_fixture.py) for one test."""
+
+    def build(**overrides: Any) -> Settings:
+        return base_settings(namespace, **{**settings_overrides, **overrides})
+
+    return build
 
 
 @pytest.fixture
