@@ -19,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from triagebot.parse.brackets import OPENERS, brackets
+
 MAX_BLOCK_LINES = 3000  # a region longer than this is parsed in pieces
 MAX_EXPR_CHARS = 80  # "<expr: ...>" text is cut at this length
 MAX_VALUE_DEPTH = 40  # nested literals deeper than this become "<expr: ...>"
@@ -354,26 +356,13 @@ def _inline_snippets(
 
 def _close_paren(s: str, i: int, limit: int = 5000) -> int:
     depth = 0
-    quote: str | None = None
-    end = min(len(s), i + limit)
-    j = i
-    while j < end:
-        c = s[j]
-        if quote:
-            if c == "\\":
-                j += 2
-                continue
-            if c == quote:
-                quote = None
-        elif c in "\"'":
-            quote = c
-        elif c in "([{":
+    for j, c in brackets(s, i, i + limit):
+        if c in OPENERS:
             depth += 1
-        elif c in ")]}":
+        else:
             depth -= 1
             if depth == 0:
                 return j + 1
-        j += 1
     return -1
 
 
