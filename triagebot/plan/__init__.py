@@ -61,22 +61,22 @@ def build_plan(
         version = C.choose_release(version, _wants_spec(request, options),
                                    vllm_cpu.locked_releases(), choices)
 
-    base = _base_fields(request, options, engine_name, version, choices, standin=on_cpu)
-    base["_policy"] = policy
+    base, context = _base_fields(request, options, engine_name, version, choices,
+                                 policy=policy, standin=on_cpu)
     if on_cpu:
         budget = C.budget(budget, base["workload"].kind == "serve", options.runs is not None,
                           options.warmups is not None)
     if on_cpu:
-        _cpu_fields(request, options, base, choices)
-    axes = _axes(request, options, engine_name, base, choices)
+        _cpu_fields(request, options, base, context, choices)
+    axes = _axes(request, options, engine_name, base, context, choices)
     if on_cpu:
         C.notes(choices, any(a.name == "graph" for a in axes))
     primary = min(range(len(axes)), key=lambda i: AXIS_ORDER.index(axes[i].name)) if axes else 0
 
-    cells, comparisons = _matrix(engine, base, axes, primary)
+    cells, comparisons = _matrix(engine, base, context, axes, primary)
     _check_cells(cells, budget)
     cells, comparisons, budget, estimate = _fit_time_limit(
-        engine, base, axes, primary, cells, comparisons, budget, options, choices,
+        engine, base, context, axes, primary, cells, comparisons, budget, options, choices,
         estimator=C.estimate_seconds if on_cpu else engine.estimate_seconds)
     _note_remote_code(request, cells, choices)
 
@@ -84,7 +84,7 @@ def build_plan(
         engine=engine_name,
         engine_version=version,
         gpu_kind=_gpu_kind(request, options, engine_name, choices),
-        question=_question(request, axes, primary, base, engine_name, version),
+        question=_question(request, axes, primary, base, context, engine_name, version),
         cells=cells,
         comparisons=comparisons,
         budget=budget,
@@ -92,7 +92,7 @@ def build_plan(
         estimated_seconds=round(estimate, 1),
         defaults=choices.defaults,
         notes=choices.notes,
-        stands_in_for=base.pop("_stands_in_for", None),
+        stands_in_for=context.stands_in_for,
         source=request.source,
     )
     return plan.model_copy(update={"plan_hash": plan_hash(plan)})

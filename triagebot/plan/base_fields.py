@@ -14,6 +14,7 @@ from triagebot.model import (
     Cell,
     CellWorkload,
     ModelId,
+    PlanPolicy,
     ReproRequest,
     Sampling,
     check_inert,
@@ -21,6 +22,7 @@ from triagebot.model import (
 from triagebot.overrides import ReproOptions
 from triagebot.plan import cpu as C
 from triagebot.plan import defaults as D
+from triagebot.plan.context import PlanContext
 
 _SPEC_KEYS = {"method", "model", "num_speculative_tokens"}
 
@@ -115,8 +117,8 @@ def _model_id(value: str, field: str) -> str:
 
 
 def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
-                 version: str | None, choices: D.Choices, *,
-                 standin: bool = False) -> dict[str, Any]:
+                 version: str | None, choices: D.Choices, *, policy: PlanPolicy,
+                 standin: bool = False) -> tuple[dict[str, Any], PlanContext]:
     reported_model = request.models[0] if request.models else None
     draft = options.draft or (request.draft_models[0] if request.draft_models else None)
     if engine == "transformers" and not options.model:
@@ -130,13 +132,15 @@ def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
         model = options.model or reported_model
     if model is None and not standin:
         raise PlanRejected("the report names no model; pass model=ORG/NAME", field="model")
+    # Checked here, in the order the fields were always checked, so that the first error
+    # a bad report meets stays the same.
+    model_id = _model_id(model, "model") if model else None
+    draft_id = _model_id(draft, "draft") if draft else None
     base: dict[str, Any] = {
         "engine": engine,
         "version": version,
         # A stand-in replaces the model on the cpu runner (_cpu_fields).
-        "model": _model_id(model, "model") if model else None,
-        "_draft": _model_id(draft, "draft") if draft else None,
-        "_stands_in_for": reported_model if model != reported_model else None,
+        "model": model_id,
         "tensor_parallel_size": options.tp or request.tensor_parallel_size or 1,
         "data_parallel_size": request.data_parallel_size or 1,
         "expert_parallel": bool(request.expert_parallel),
@@ -161,12 +165,16 @@ def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
     base["compilation_config"] = _inert(
         {k: v for k, v in (request.compilation_config or {}).items()
          if k not in ("cudagraph_mode", "cudagraph_mm_encoder")}, "compilation_config")
-    base["_extra_spec"] = _inert(
-        {k: v for k, v in (request.speculative_config or {}).items() if k not in _SPEC_KEYS},
-        "speculative_config")
+    context = PlanContext(
+        policy=policy,
+        draft=draft_id,
+        extra_spec=_inert({k: v for k, v in (request.speculative_config or {}).items()
+                           if k not in _SPEC_KEYS}, "speculative_config"),
+        stands_in_for=reported_model if model != reported_model else None,
+    )
     if engine == "transformers":
         _reference_scale(base, choices)
-    return base
+    return base, context
 
 
 def _wants_spec(request: ReproRequest, options: ReproOptions) -> bool:
@@ -176,7 +184,7 @@ def _wants_spec(request: ReproRequest, options: ReproOptions) -> bool:
 
 
 def _cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any],
-                choices: D.Choices) -> None:
+                context: PlanContext, choices: D.Choices) -> None:
     """Stand-in models, a CPU-sized workload and what a GPU run would have set, for
     vLLM's CPU build."""
     reported = request.models[0] if request.models else None
@@ -185,9 +193,9 @@ def _cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, An
                            "cannot name another", field="model")
     target, draft, family = C.standin_models(reported, request.spec_method, choices)
     base["model"] = target
-    base["_draft"] = target if options.draft == "target" else draft
-    base["_stands_in_for"] = reported
-    base["_cpu"] = family
+    context.draft = target if options.draft == "target" else draft
+    context.stands_in_for = reported
+    context.cpu_family = family
     base["workload"], base["sampling"] = C.scale(base["workload"], base["sampling"],
                                                  choices)
     dropped = {
@@ -197,7 +205,7 @@ def _cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, An
         "model_runner": "model_runner" in base,
         "cudagraph_mode": "cudagraph_mode" in base,
         "compilation_config": bool(base["compilation_config"]),
-        "speculative_config extras": bool(base["_extra_spec"]),
+        "speculative_config extras": bool(context.extra_spec),
         "env": bool(base["env"]),
     }
     for field, was_set in dropped.items():
@@ -208,7 +216,8 @@ def _cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, An
         raise PlanRejected("the cpu runner runs one process: tp>1 needs a GPU runner",
                            field="tp", accepted=["1"])
     base.update(tensor_parallel_size=1, data_parallel_size=1, expert_parallel=False,
-                compilation_config={}, _extra_spec={}, env={})
+                compilation_config={}, env={})
+    context.extra_spec = {}
     base.pop("model_runner", None)
     base.pop("cudagraph_mode", None)
 

@@ -18,7 +18,6 @@ from triagebot.model import (
     Cell,
     CellWorkload,
     Comparison,
-    PlanPolicy,
     ReproRequest,
     Sampling,
 )
@@ -37,6 +36,7 @@ from triagebot.plan.axes import (
     variant_axis,
 )
 from triagebot.plan.comparisons import build_comparisons, noise_comparison
+from triagebot.plan.context import PlanContext
 
 # What each engine can vary; a report-derived axis outside this is dropped with a note,
 # an axis the user asked for by name is refused.
@@ -55,8 +55,9 @@ _AXIS_MODES = {"graph": {"eager", "graph"}, "encoder_graph": {"vit_eager", "vit_
 
 
 def _axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[str, Any],
+          context: PlanContext,
           choices: D.Choices) -> list[Axis]:
-    spec = spec_levels(request, options, base["_draft"], choices)
+    spec = spec_levels(request, options, context.draft, choices)
     _require_drafts(spec, request, engine)
     spec_on = any(lv.fields.get("spec") for lv in spec)
     found: list[Axis] = []
@@ -70,7 +71,7 @@ def _axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[
             found.append(axis)
     kept = []
     asked = set(options.modes or [])
-    on_cpu = "_cpu" in base
+    on_cpu = context.on_cpu
     can = C.AXES if on_cpu else ENGINE_AXES[engine]
     where = f"{engine} on the cpu runner" if on_cpu else engine
     for axis in found:
@@ -99,18 +100,18 @@ def _axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[
     return kept
 
 
-def _matrix(engine: EngineAdapter, base: dict[str, Any], axes: list[Axis],
+def _matrix(engine: EngineAdapter, base: dict[str, Any], context: PlanContext, axes: list[Axis],
             primary: int) -> tuple[list[Cell], list[Comparison]]:
     """Every combination of the axes' levels, plus an A/A duplicate of the focus cell."""
     cells: list[Cell] = []
     grid: dict[tuple[str, ...], str] = {}
     for combo in itertools.product(*(a.levels for a in axes)):
-        cell = _cell(engine, base, list(zip(axes, combo, strict=True)), replica=0)
+        cell = _cell(engine, base, context, list(zip(axes, combo, strict=True)), replica=0)
         cells.append(cell)
         grid[tuple(lv.name for lv in combo)] = cell.cell_id
     comparisons = build_comparisons(axes, grid, primary)
     focus = _focus_cell(axes, cells, grid)
-    replica = _cell(engine, base, _levels_of(axes, focus), replica=1)
+    replica = _cell(engine, base, context, _levels_of(axes, focus), replica=1)
     cells.append(replica)
     comparisons.insert(0, noise_comparison(focus.cell_id, replica.cell_id, focus.label))
     return cells, comparisons
@@ -122,7 +123,8 @@ MIN_RUNS = 3
 MIN_MAX_TOKENS = 128
 
 
-def _fit_time_limit(engine: EngineAdapter, base: dict[str, Any], axes: list[Axis],
+def _fit_time_limit(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
+                    axes: list[Axis],
                     primary: int, cells: list[Cell], comparisons: list[Comparison],
                     budget: Budget, options: ReproOptions, choices: D.Choices,
                     estimator: Callable[[Cell, Budget], float],
@@ -150,7 +152,7 @@ def _fit_time_limit(engine: EngineAdapter, base: dict[str, Any], axes: list[Axis
                 f"{budget.time_limit_s / 60:.0f} min even with the workload shrunk; narrow "
                 "spec=/modes=, or lower runs=, max_tokens= or prompts=", field="budget")
         budget = shrunk
-        cells, comparisons = _matrix(engine, base, axes, primary)
+        cells, comparisons = _matrix(engine, base, context, axes, primary)
         estimate = estimate_of(cells, budget)
     end = (base["workload"].num_prompts, base["sampling"].max_tokens, budget.runs)
     if end != start:
@@ -216,17 +218,17 @@ def _apply(fields: dict[str, Any], level: Level) -> None:
             fields[key] = value
 
 
-def _cell(engine: EngineAdapter, base: dict[str, Any], levels: list[tuple[Axis, Level]],
+def _cell(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
+          levels: list[tuple[Axis, Level]],
           replica: int) -> Cell:
-    fields = {k: v for k, v in base.items() if not k.startswith("_")}
+    fields = dict(base)
     for _, level in levels:
         _apply(fields, level)
-    policy: PlanPolicy = base["_policy"]
-    fields["trust_remote_code"] = policy.allows_remote_code(fields["model"],
+    fields["trust_remote_code"] = context.policy.allows_remote_code(fields["model"],
                                                             fields.get("revision"))
     spec = fields.get("spec")
-    if spec is not None and base["_extra_spec"]:
-        fields["extra_speculative_config"] = base["_extra_spec"]
+    if spec is not None and context.extra_spec:
+        fields["extra_speculative_config"] = context.extra_spec
     label = " + ".join(level.name for _, level in levels) or "baseline"
     if replica:
         label += " (A/A)"
@@ -237,14 +239,13 @@ def _cell(engine: EngineAdapter, base: dict[str, Any], levels: list[tuple[Axis, 
         varies={axis.name: level.name for axis, level in levels},
         replica=replica,
     )
-    on_cpu = "_cpu" in base
-    if on_cpu and fields.get("spec") is not None:
-        fields["spec"] = C.spec_standin(fields["spec"], base["_cpu"])
+    if context.cpu_family is not None and fields.get("spec") is not None:
+        fields["spec"] = C.spec_standin(fields["spec"], context.cpu_family)
     try:
         cell = Cell(**fields)
         cell = cell.model_copy(update={"engine_args": engine.engine_args(cell),
                                        "env": engine.engine_env(cell)})
-        if on_cpu:
+        if context.on_cpu:
             cell = C.finish_cell(cell)
         cell = Cell.model_validate(cell.model_dump())
     except ValidationError as exc:
@@ -275,10 +276,11 @@ def _levels_of(axes: list[Axis], cell: Cell) -> list[tuple[Axis, Level]]:
 
 
 def _question(request: ReproRequest, axes: list[Axis], primary: int, base: dict[str, Any],
+              context: PlanContext,
               engine: str, version: str | None) -> str:
     model = base["model"]
-    if base.get("_stands_in_for"):
-        model = f"{model} (standing in for {base['_stands_in_for']})"
+    if context.stands_in_for:
+        model = f"{model} (standing in for {context.stands_in_for})"
     where = f"{engine} {version}" if version else engine
     spec = base.get("spec")
     if spec is not None:
