@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 from triagebot.model import (
     Environment,
@@ -279,13 +281,21 @@ def _hardware(a: Assembler, env: Environment, ev: dict[str, tuple[int, str]],
         a.req.gpu_count = 1  # Apple silicon: one device per machine
 
 
+def _run_or_prose(a: Assembler, name: str,
+                  read: Callable[[Any], Any]) -> tuple[Any, list[Fact]]:
+    """The one value the runs state for `name` (read and range-checked by `read`), else the
+    one the prose states when no run states any; with the facts it came from."""
+    facts = a.values(name)
+    value = single([read(f.value) for f in facts])
+    if value is None and not facts:
+        facts = a.facts.get(name)
+        value = single([f.value for f in facts])
+    a.competing(name, facts, [read(f.value) for f in facts])
+    return value, facts
+
+
 def _sampling(a: Assembler) -> None:
-    temps = a.values("temperature")
-    value = single([as_float(f.value, 0.0, 5.0) for f in temps])
-    if value is None and not temps:
-        temps = a.facts.get("temperature")
-        value = single([f.value for f in temps])
-    a.competing("temperature", temps, [as_float(f.value, 0.0, 5.0) for f in temps])
+    value, temps = _run_or_prose(a, "temperature", lambda v: as_float(v, 0.0, 5.0))
     if value is None and any(as_bool(f.value) is False for f in a.values("do_sample")):
         value, temps = 0.0, a.values("do_sample")
     a.req.temperature = value
@@ -293,12 +303,7 @@ def _sampling(a: Assembler) -> None:
         a.cite("temperature", temps)
     a.req.top_p = single([as_float(f.value, 0.0, 1.0) for f in a.values("top_p")])
 
-    maxes = a.values("max_tokens")
-    value_i = single([as_int(f.value, 1, 10_000_000) for f in maxes])
-    if value_i is None and not maxes:
-        maxes = a.facts.get("max_tokens")
-        value_i = single([f.value for f in maxes])
-    a.competing("max_tokens", maxes, [as_int(f.value, 1, 10_000_000) for f in maxes])
+    value_i, maxes = _run_or_prose(a, "max_tokens", lambda v: as_int(v, 1, 10_000_000))
     a.req.max_tokens = value_i
     if value_i is not None:
         a.cite("max_tokens", maxes)
