@@ -180,7 +180,7 @@ def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
 def _wants_spec(request: ReproRequest, options: ReproOptions) -> bool:
     if options.spec:
         return any(c.method is not None for c in options.spec)
-    return request.spec_method is not None or bool(options.k)
+    return request.spec_method is not None or bool(options.num_speculative_tokens)
 
 
 def _cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any],
