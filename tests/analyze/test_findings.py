@@ -14,7 +14,7 @@ from triagebot.model import (
     RunResult,
     SpecCounters,
 )
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.plan import build_plan
 
 EXPECTED = {
