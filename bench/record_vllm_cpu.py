@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from triagebot.model import Plan
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as C

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from triagebot.model import Plan, RunResult
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.render import render_plan

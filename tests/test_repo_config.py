@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from triagebot.model import Budget
-from triagebot.options import ReproOptions, SpecChoice, parse_overrides
+from triagebot.overrides import ReproOptions, SpecChoice, parse_overrides
 from triagebot.repo_config import (
     MAX_BYTES,
     MAX_PROBLEMS,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hmac
 
-from triagebot.jobs import JobRecord, page_token
+from triagebot.jobs.record import JobRecord, page_token
 from triagebot.settings import Settings
 
 

@@ -66,7 +66,7 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from triagebot.model import Budget, GpuKind, PlanEngine, PlanPolicy
-from triagebot.options import ReproOptions
+from triagebot.overrides import ReproOptions
 
 MAX_BYTES = 64 * 1024
 MAX_ENTRIES = 200  # per list; a longer list is a mistake, not a configuration
@@ -170,6 +170,14 @@ class ModelsConfig(_Section):
     trust_remote_code: tuple[TrustedModel, ...] = Field(default=(), max_length=MAX_ENTRIES)
 
 
+def _not_above(value: int, info: ValidationInfo, other: str) -> int:
+    """`value` when the budget field `other` (declared earlier) does not cap it below."""
+    top = info.data.get(other)
+    if top is not None and value > top:
+        raise ValueError(f"is more than budget.{other} ({top})")
+    return value
+
+
 class BudgetConfig(_Section):
     # The maxima come first so that the checks of runs and per-job minutes can see them.
     max_cells: StrictInt = Field(default=_BUDGET.max_cells, ge=_bounds("max_cells")[0],
@@ -184,18 +192,12 @@ class BudgetConfig(_Section):
     @field_validator("runs")
     @classmethod
     def _runs_within_max(cls, value: int, info: ValidationInfo) -> int:
-        top = info.data.get("max_runs")
-        if top is not None and value > top:
-            raise ValueError(f"is more than budget.max_runs ({top})")
-        return value
+        return _not_above(value, info, "max_runs")
 
     @field_validator("gpu_minutes_per_job")
     @classmethod
     def _job_within_day(cls, value: int, info: ValidationInfo) -> int:
-        day = info.data.get("gpu_minutes_per_day")
-        if day is not None and value > day:
-            raise ValueError(f"is more than budget.gpu_minutes_per_day ({day})")
-        return value
+        return _not_above(value, info, "gpu_minutes_per_day")
 
 
 class VerdictConfig(_Section):
@@ -352,7 +354,8 @@ def _describe(err: ErrorDetails) -> str:
         model = _SECTIONS.get(str(loc[0]))
         valid = ", ".join(_keys(model)) if model else ""
         return f"{path}: unknown key; valid keys in [{loc[0]}]: {valid}"
-    message = _MESSAGES.get(err["type"], lambda e: e["msg"])(err)
+    explain = _MESSAGES.get(err["type"])
+    message = explain(err) if explain is not None else err["msg"]
     shown = _shown(err.get("input"))
     return f"{path}{' = ' + shown if shown else ''}: {message}"
 

@@ -25,7 +25,7 @@ import pytest
 from triagebot.analyze import spec
 from triagebot.analyze.findings import summarize
 from triagebot.model import Cell, RunResult, SpecCounters
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.parse.results import find_reported_numbers
 from triagebot.plan import build_plan

@@ -14,7 +14,7 @@ from triagebot.model import (
     RunResult,
     SpecCounters,
 )
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.plan import build_plan
 
 EXPECTED = {
@@ -252,3 +252,20 @@ def test_a_differing_aa_pair_warns_and_the_margin_is_reported() -> None:
     assert hint.severity == "warning" and "±5%" in hint.text
     assert f.margin == 0.05
     assert all(c.result.margin == 0.05 for c in f.comparisons)
+
+
+def test_a_random_head_on_the_cpu_runner_does_not_reproduce_an_acceptance_drop() -> None:
+    from tests.conftest import seed_path
+    from triagebot.parse import parse_report
+
+    request = parse_report(seed_path("003").read_bytes())
+    assert request.symptom == "acceptance_drop"
+    plan = build_plan(request, parse_overrides(["gpu=cpu"]))
+    none = SpecCounters(num_drafts=100, num_draft_tokens=300, num_accepted_tokens=0,
+                        per_position_accepted=[0, 0, 0])
+    results = {c.cell_id: [run(c.cell_id, [400, 410, 395, 405], spec=none)]
+               for c in plan.cells}
+    f = analyze(plan, results, request=request)
+    assert f.outcome == "inconclusive"
+    assert "random weights" in f.outcome_reason
+    assert f.collapse == [] and all(h.source != "collapse" for h in f.hints)

@@ -11,7 +11,7 @@ from triagebot.commands import (
     Position,
     parse_comment,
 )
-from triagebot.options import KEYS, SpecChoice
+from triagebot.overrides import KEYS, SpecChoice
 
 
 def _commands(body: str, bot: str = "triagebot") -> list[Command]:
@@ -60,7 +60,7 @@ def test_command_fields() -> None:
     [cmd] = _commands("Hi!\n\n  @triagebot repro k=2,1 spec=mtp:1,none engine=vllm")
     assert cmd.name == "repro"
     assert cmd.words == ("k=2,1", "spec=mtp:1,none", "engine=vllm")
-    assert cmd.options is not None and cmd.options.k == [2, 1]
+    assert cmd.options is not None and cmd.options.num_speculative_tokens == [2, 1]
     assert cmd.options.spec == [SpecChoice(method="mtp", k=1), SpecChoice()]
     assert cmd.text == "repro engine=vllm spec=mtp:1,none k=2,1"
     assert cmd.position == Position(line=3, column=3)

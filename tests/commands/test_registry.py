@@ -9,7 +9,7 @@ import pytest
 from triagebot.commands import COMMANDS, help_text
 from triagebot.commands.base import CommandName, Malformed, Position, Word
 from triagebot.commands.repro import KEY_HELP
-from triagebot.options import KEYS
+from triagebot.overrides import KEYS
 
 WORDS = [
     *(name for spec in COMMANDS.values() for name in (spec.name, *spec.aliases)),

@@ -4,16 +4,12 @@ rendered scripts run against a fake `sglang` package (tests/fakes/sglang_stub)."
 from __future__ import annotations
 
 import ast
-import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.scripts import assert_gone, run_cell_script
 from triagebot.engines import adapter, sglang
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell, CellWorkload, Plan, RunResult, Sampling, SpecParams
@@ -299,37 +295,7 @@ def test_trust_remote_code_is_printed_only_when_the_cell_says_so() -> None:
 
 
 def run_script(text: str, tmp_path: Path, **env: str) -> tuple[RunResult, list[dict[str, Any]]]:
-    script = tmp_path / "cell.py"
-    script.write_text(text)
-    result, log = tmp_path / "result.json", tmp_path / "events.jsonl"
-    proc_env = {**os.environ, "PYTHONPATH": str(STUB), "TRIAGEBOT_RESULT": str(result),
-                "FAKE_SGLANG_LOG": str(log), "TRIAGEBOT_READY_TIMEOUT": "60", **env}
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=proc_env,
-                          capture_output=True, text=True, timeout=180, check=False)
-    assert result.exists(), proc.stdout + proc.stderr
-    events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return RunResult.model_validate_json(result.read_text()), events
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-
-def assert_gone(*pids: int) -> None:
-    deadline = time.monotonic() + 10
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [p for p in pids if alive(p)], "server processes outlived the script"
+    return run_cell_script(text, tmp_path, "FAKE_SGLANG_LOG", {"PYTHONPATH": str(STUB), **env})
 
 
 def test_offline_script_reports_runs_and_spec_counters(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from triagebot.engines import vllm_catalog as cat
+from triagebot.engines import vllm_translate as tr
 from triagebot.engines.vllm_catalog import ConfigRejected, UnknownRelease
 
 FOUR = ("0.11.0", "0.17.1", "0.20.2", "0.33.0")
@@ -172,10 +173,10 @@ def test_same_plan_renders_only_accepted_keys_or_names_the_rejection(
 ) -> None:
     spec, comp = plan
     for translate, keys, literals in (
-        (cat.translate_speculative_config, cat.spec_config_keys, _spec_literals),
-        (cat.translate_compilation_config, cat.compilation_config_keys, _comp_literals),
+        (tr.translate_speculative_config, cat.spec_config_keys, _spec_literals),
+        (tr.translate_compilation_config, cat.compilation_config_keys, _comp_literals),
     ):
-        cfg = spec if translate is cat.translate_speculative_config else comp
+        cfg = spec if translate is tr.translate_speculative_config else comp
         try:
             out = translate(cfg, version)
         except ConfigRejected as exc:
@@ -201,12 +202,12 @@ def _comp_literals(version: str) -> dict[str, list[str]]:
 def test_version_test_outcomes_are_the_expected_ones() -> None:
     synthetic = PLANS[2][0]
     with pytest.raises(ConfigRejected) as exc:
-        cat.translate_speculative_config(synthetic, "0.17.1")
+        tr.translate_speculative_config(synthetic, "0.17.1")
     assert exc.value.key == "rejection_sample_method" and exc.value.reason == "key"
-    assert cat.translate_speculative_config(synthetic, "0.20.2") == synthetic
-    assert cat.translate_speculative_config(synthetic, "0.33.0") == synthetic
+    assert tr.translate_speculative_config(synthetic, "0.20.2") == synthetic
+    assert tr.translate_speculative_config(synthetic, "0.33.0") == synthetic
     with pytest.raises(ConfigRejected) as exc:
-        cat.translate_speculative_config(PLANS[3][0], "0.17.1")
+        tr.translate_speculative_config(PLANS[3][0], "0.17.1")
     assert exc.value.key == "method" and "eagle3" in exc.value.accepted
 
 
@@ -215,7 +216,7 @@ def test_version_test_outcomes_are_the_expected_ones() -> None:
 
 @pytest.mark.parametrize("version", FOUR)
 def test_legacy_mtp_names_become_mtp(version: str) -> None:
-    out = cat.translate_speculative_config({"method": "glm4_moe_mtp"}, version)
+    out = tr.translate_speculative_config({"method": "glm4_moe_mtp"}, version)
     assert out == {"method": "mtp"}
 
 
@@ -229,20 +230,20 @@ def test_legacy_mtp_names_become_mtp(version: str) -> None:
 )
 def test_mtp_before_0_11_needs_the_model_type(model_type: str, expected: str) -> None:
     cfg = {"method": "mtp", "num_speculative_tokens": 1}
-    out = cat.translate_speculative_config(cfg, "0.10.0", model_type=model_type)
+    out = tr.translate_speculative_config(cfg, "0.10.0", model_type=model_type)
     assert out == {"method": expected, "num_speculative_tokens": 1}
-    assert cat.translate_speculative_config({"method": "qwen3_next_mtp"}, "0.10.2") == {
+    assert tr.translate_speculative_config({"method": "qwen3_next_mtp"}, "0.10.2") == {
         "method": "qwen3_next_mtp"
     }
 
 
 def test_mtp_before_0_11_without_model_type_is_rejected() -> None:
     with pytest.raises(ConfigRejected) as exc:
-        cat.translate_speculative_config({"method": "mtp"}, "0.10.0")
+        tr.translate_speculative_config({"method": "mtp"}, "0.10.0")
     assert exc.value.key == "method" and "deepseek_mtp" in exc.value.accepted
     assert "predates" in str(exc.value)
     with pytest.raises(ConfigRejected):  # qwen3_next_mtp arrived in 0.10.2
-        cat.translate_speculative_config({"method": "qwen3_next_mtp"}, "0.10.0")
+        tr.translate_speculative_config({"method": "qwen3_next_mtp"}, "0.10.0")
 
 
 @pytest.mark.parametrize(
@@ -276,7 +277,7 @@ def test_mtp_before_0_11_without_model_type_is_rejected() -> None:
 def test_rejection_sampling_renames(
     given: dict[str, Any], version: str, expected: dict[str, Any]
 ) -> None:
-    assert cat.translate_speculative_config(given, version) == expected
+    assert tr.translate_speculative_config(given, version) == expected
 
 
 @pytest.mark.parametrize(
@@ -305,20 +306,20 @@ def test_rejection_sampling_renames(
     ],
 )
 def test_compilation_renames(given: dict[str, Any], version: str, expected: dict[str, Any]) -> None:
-    assert cat.translate_compilation_config(given, version) == expected
+    assert tr.translate_compilation_config(given, version) == expected
 
 
 def test_dashed_keys_are_normalised_like_vllm_does() -> None:
-    out = cat.translate_speculative_config({"num-speculative-tokens": 2}, "0.17.1")
+    out = tr.translate_speculative_config({"num-speculative-tokens": 2}, "0.17.1")
     assert out == {"num_speculative_tokens": 2}
 
 
 @pytest.mark.parametrize("version", cat.releases())
 def test_keys_every_release_has_pass_unchanged(version: str) -> None:
     spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
-    assert cat.translate_speculative_config(spec, version) == spec
+    assert tr.translate_speculative_config(spec, version) == spec
     comp = {"cudagraph_capture_sizes": [1, 2, 4, 8]}
-    assert cat.translate_compilation_config(comp, version) == comp
+    assert tr.translate_compilation_config(comp, version) == comp
 
 
 # --- rejections ---------------------------------------------------------------------------
@@ -327,57 +328,57 @@ def test_keys_every_release_has_pass_unchanged(version: str) -> None:
 @pytest.mark.parametrize(
     ("translate", "cfg", "version", "key"),
     [
-        (cat.translate_speculative_config, {"method": "dflash"}, "0.17.1", "method"),
-        (cat.translate_speculative_config, {"method": "medusa"}, "0.33.0", "method"),
+        (tr.translate_speculative_config, {"method": "dflash"}, "0.17.1", "method"),
+        (tr.translate_speculative_config, {"method": "medusa"}, "0.33.0", "method"),
         (
-            cat.translate_speculative_config,
+            tr.translate_speculative_config,
             {"disable_by_batch_size": 4},
             "0.20.2",
             "disable_by_batch_size",
         ),
         (
-            cat.translate_speculative_config,
+            tr.translate_speculative_config,
             {"rejection_sample_method": "fly"},
             "0.20.2",
             "rejection_sample_method",
         ),
         (
-            cat.translate_speculative_config,
+            tr.translate_speculative_config,
             {"rejection_sample_method": "standard"},
             "0.11.0",
             "rejection_sample_method",
         ),
         (
-            cat.translate_speculative_config,
+            tr.translate_speculative_config,
             {"synthetic_acceptance_rate": 0.5},
             "0.20.2",
             "synthetic_acceptance_rate",
         ),
         (
-            cat.translate_compilation_config,
+            tr.translate_compilation_config,
             {"cudagraph_mm_encoder": True},
             "0.17.1",
             "cudagraph_mm_encoder",
         ),
         (
-            cat.translate_compilation_config,
+            tr.translate_compilation_config,
             {"cudagraph_mode": "SOMETIMES"},
             "0.33.0",
             "cudagraph_mode",
         ),
         (
-            cat.translate_compilation_config,
+            tr.translate_compilation_config,
             {"cudagraph_mode": "FULL_AND_PIECEWISE"},
             "0.10.0",
             "cudagraph_mode",
         ),
         (
-            cat.translate_compilation_config,
+            tr.translate_compilation_config,
             {"cudagraph_mode": "FULL", "use_cudagraph": True},
             "0.10.1.1",
             "use_cudagraph",
         ),
-        (cat.translate_compilation_config, {"mode": 7}, "0.33.0", "mode"),
+        (tr.translate_compilation_config, {"mode": 7}, "0.33.0", "mode"),
     ],
 )
 def test_rejections_name_the_key_and_list_accepted(
@@ -394,15 +395,15 @@ def test_rejections_name_the_key_and_list_accepted(
 
 def test_unknown_key_rejection_lists_the_release_keys() -> None:
     with pytest.raises(ConfigRejected) as exc:
-        cat.translate_speculative_config({"speculative_token_tree": "[(0,)]"}, "0.33.0")
+        tr.translate_speculative_config({"speculative_token_tree": "[(0,)]"}, "0.33.0")
     assert exc.value.accepted == cat.spec_config_keys("0.33.0")
     assert "accepted keys: " in str(exc.value)
 
 
 def test_engine_args_checked_per_release() -> None:
-    assert cat.check_engine_args({"spec_method": "mtp"}, "0.33.0") == {"spec_method": "mtp"}
+    assert tr.check_engine_args({"spec_method": "mtp"}, "0.33.0") == {"spec_method": "mtp"}
     with pytest.raises(ConfigRejected) as exc:
-        cat.check_engine_args({"enforce_eager": True, "spec_method": "mtp"}, "0.17.1")
+        tr.check_engine_args({"enforce_eager": True, "spec_method": "mtp"}, "0.17.1")
     assert exc.value.key == "spec_method" and exc.value.section == "engine argument"
 
 

@@ -24,7 +24,7 @@ import pytest
 
 from triagebot.analyze.signatures import match_log
 from triagebot.model import Cell, Plan, RunResult
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.render import render_plan

@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 import ast
-import json
 import os
 import stat
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.fakes.scripts import assert_gone, run_cell_script
 from triagebot.engines import adapter, vllm_mlx
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell, CellWorkload, Plan, RunResult, Sampling, SpecParams
@@ -174,38 +172,8 @@ def run_script(text: str, tmp_path: Path) -> tuple[RunResult, list[dict[str, Any
     exe = bin_dir / "vllm-mlx"
     exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    script = tmp_path / "cell.py"
-    script.write_text(text)
-    result, log = tmp_path / "result.json", tmp_path / "events.jsonl"
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-           "TRIAGEBOT_RESULT": str(result), "FAKE_VLLM_MLX_LOG": str(log),
-           "TRIAGEBOT_READY_TIMEOUT": "60"}
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=180, check=False)
-    assert result.exists(), proc.stdout + proc.stderr
-    events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    return RunResult.model_validate_json(result.read_text()), events
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-
-
-def assert_gone(*pids: int) -> None:
-    deadline = time.monotonic() + 10
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not [p for p in pids if alive(p)], "server processes outlived the script"
+    path = f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"
+    return run_cell_script(text, tmp_path, "FAKE_VLLM_MLX_LOG", {"PATH": path})
 
 
 def test_batched_run_reports_counter_deltas(tmp_path: Path) -> None:

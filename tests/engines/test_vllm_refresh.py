@@ -12,12 +12,8 @@ import pytest
 
 from triagebot.engines import vllm_refresh as refresh_mod
 from triagebot.engines.vllm_catalog import ReleaseTable
-from triagebot.engines.vllm_refresh import (
-    ExtractError,
-    default_versions,
-    extract_release,
-    refresh,
-)
+from triagebot.engines.vllm_extract import ExtractError, extract_release
+from triagebot.engines.vllm_refresh import default_versions, refresh
 
 # A toy release in the 0.11+ layout. Written for these tests (not vLLM code); it only
 # has the shapes the extractor must understand.

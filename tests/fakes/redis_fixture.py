@@ -52,5 +52,12 @@ def namespace(redis_client: redis.Redis) -> Iterator[str]:
 
 
 @pytest.fixture
-def settings(namespace: str, tmp_path: Any) -> Settings:
-    return make_settings(namespace, data_dir=tmp_path / "jobs", run_local=True)
+def settings_overrides(tmp_path: Any) -> dict[str, Any]:
+    """What a folder's tests set on top of `make_settings`; its conftest may override this."""
+    return {"data_dir": tmp_path / "jobs", "run_local": True}
+
+
+@pytest.fixture
+def settings(namespace: str, settings_overrides: dict[str, Any]) -> Settings:
+    """The one `settings` fixture: a namespace of its own, plus the folder's overrides."""
+    return make_settings(namespace, **settings_overrides)

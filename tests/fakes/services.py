@@ -4,8 +4,6 @@ subprocesses started through the `triagebot` CLI, as a deployment runs them."""
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
 import os
 import signal
 import subprocess
@@ -21,10 +19,6 @@ import uvicorn
 from triagebot.settings import Settings
 
 TRIAGEBOT = str(Path(sys.executable).with_name("triagebot"))
-
-
-def sign(secret: str, body: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
 def settings_env(settings: Settings, *, github: bool) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
@@ -10,7 +11,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from tests.fakes import github_fixture
 from tests.fakes.github_server import FakeGitHub
-from triagebot.github import GitHubClient, RetryPolicy
+from triagebot.github.calls import RetryPolicy
+from triagebot.github.client import GitHubClient
 from triagebot.settings import Settings, load_settings
 
 REPO = github_fixture.REPO
@@ -27,17 +29,20 @@ def other_key_pem() -> str:
                              serialization.NoEncryption()).decode()
 
 
+def github_values(fake: FakeGitHub) -> dict[str, Any]:
+    """The settings that point the client at the fake GitHub."""
+    return {"github_api_url": fake.base_url, "app_id": fake.app_id,
+            "app_private_key": fake.private_key_pem, "app_slug": fake.app_slug}
+
+
 def settings_for(fake: FakeGitHub, **overrides: object) -> Settings:
-    values: dict[str, object] = {"github_api_url": fake.base_url, "app_id": fake.app_id,
-                                 "app_private_key": fake.private_key_pem,
-                                 "app_slug": fake.app_slug}
-    values.update(overrides)
-    return load_settings(**values)
+    """A variant of the `settings` fixture for one test (it needs no Redis namespace)."""
+    return load_settings(**{**github_values(fake), "_env_file": None, **overrides})
 
 
 @pytest.fixture
-def settings(fake_github: FakeGitHub) -> Settings:
-    return settings_for(fake_github)
+def settings_overrides(fake_github: FakeGitHub) -> dict[str, Any]:
+    return github_values(fake_github)
 
 
 @pytest.fixture

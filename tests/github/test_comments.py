@@ -6,8 +6,10 @@ import pytest
 
 from tests.fakes.github_server import FakeGitHub
 from tests.github.conftest import REPO
-from triagebot.github import GitHubClient, GitHubError, marker
+from triagebot.github.client import GitHubClient
 from triagebot.github.comments import MAX_BODY_CHARS
+from triagebot.github.errors import GitHubError
+from triagebot.github.markers import marker
 
 COMMENTS = rf"/repos/{REPO}/issues/\d+/comments"
 BOT = "triagebot[bot]"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from triagebot.github import has_marker, marker, with_marker
+from triagebot.github.markers import has_marker, marker, with_marker
 
 
 def test_marker_format() -> None:

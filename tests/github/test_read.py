@@ -6,7 +6,8 @@ import pytest
 
 from tests.fakes.github_server import FakeGitHub
 from tests.github.conftest import FAST, REPO, settings_for
-from triagebot.github import GitHubClient, GitHubError
+from triagebot.github.client import GitHubClient
+from triagebot.github.errors import GitHubError
 
 
 def _paths(fake: FakeGitHub) -> list[tuple[str, str]]:

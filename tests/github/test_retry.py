@@ -9,7 +9,9 @@ import pytest
 
 from tests.fakes.github_server import FakeGitHub
 from tests.github.conftest import FAST, REPO, settings_for
-from triagebot.github import GitHubClient, GitHubError, RetryPolicy
+from triagebot.github.calls import RetryPolicy
+from triagebot.github.client import GitHubClient
+from triagebot.github.errors import GitHubError
 from triagebot.settings import SettingsError
 
 ISSUE = rf"/repos/{REPO}/issues/1"

@@ -9,7 +9,7 @@ from triagebot.engines import standins
 from triagebot.engines.vllm_cpu import locked_releases
 from triagebot.errors import PlanRejected
 from triagebot.model import Plan
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as C

@@ -8,7 +8,7 @@ import pytest
 
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 

@@ -7,7 +7,7 @@ import pytest
 from tests.conftest import seed_path
 from triagebot.errors import PlanRejected
 from triagebot.model import Plan
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 

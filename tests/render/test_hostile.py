@@ -17,7 +17,7 @@ import tokenize
 import pytest
 
 from triagebot.errors import PlanRejected
-from triagebot.options import ReproOptions
+from triagebot.overrides import ReproOptions
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.render import render_cell, render_runner

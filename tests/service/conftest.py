@@ -14,8 +14,8 @@ from tests.fakes.github_server import FakeGitHub
 from tests.fakes.redis_fixture import make_settings
 from tests.service.support import small_plan
 from tests.service.threads import ISSUE_BODY
-from triagebot.github import GitHubClient
-from triagebot.jobs import JobStore
+from triagebot.github.client import GitHubClient
+from triagebot.jobs.store import JobStore
 from triagebot.model import Plan
 from triagebot.settings import Settings
 from triagebot.workers.app import create_celery

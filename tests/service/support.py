@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from triagebot.jobs import JobRecord, job_id
+from triagebot.jobs.record import JobRecord, job_id
 from triagebot.model import Plan
-from triagebot.options import parse_overrides
+from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 

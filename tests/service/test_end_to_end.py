@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import time
@@ -21,10 +22,16 @@ import pytest
 from tests.fakes.github_fixture import INSTALLATION_ID, REPO
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.redis_fixture import make_settings
-from tests.fakes.services import Uvicorn, Worker, settings_env, sign, wait_for
-from triagebot.jobs import JobRecord, JobStore
+from tests.fakes.services import Uvicorn, Worker, settings_env, wait_for
+from triagebot.jobs.record import JobRecord
+from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
-from triagebot.web import create_app
+from triagebot.web.app import create_app
+from triagebot.web.signature import sign
+
+# Measured figures go to the log: pytest shows them with a failure or with --log-cli-level=INFO.
+log = logging.getLogger(__name__)
+
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "webhooks"
@@ -201,7 +208,7 @@ def test_whole_gpu_worker_killed_is_recovered_within_a_minute(
         done = finished_job(service, timeout=300)
     finally:
         replacement.stop()
-    print(f"\nwhole GPU worker SIGKILL: job requeued after {recovered:.1f} s "
+    log.info(f"whole GPU worker SIGKILL: job requeued after {recovered:.1f} s "
           f"(lock {settings.lock_ttl_s} s, reap every {settings.reap_interval_s} s)")
     assert recovered < 60
     assert done.state == "done", f"{done.error}\n{logs(service)}"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from tests.fakes.github_fixture import REPO
 from tests.service.threads import bot_comments, comment_event
-from triagebot.options import KEYS
+from triagebot.overrides import KEYS
 
 _VALUES = st.one_of(
     st.integers(min_value=-3, max_value=40).map(str),

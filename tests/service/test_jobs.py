@@ -10,7 +10,8 @@ import pytest
 import redis
 
 from tests.service.support import LINK_KEY, REPORT, record
-from triagebot.jobs import JobError, JobStore, job_id
+from triagebot.jobs.record import JobError, job_id
+from triagebot.jobs.store import JobStore
 from triagebot.model import Plan, RunResult
 from triagebot.parse import parse_report
 from triagebot.settings import Settings

@@ -7,6 +7,7 @@ Issue 15, defect 1: two or five copies used to post two job comments and two run
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -15,12 +16,15 @@ import pytest
 
 from tests.fakes.github_fixture import INSTALLATION_ID, REPO
 from tests.service.threads import bot_comments, comment_event, queued
-from triagebot.github import GitHubClient
-from triagebot.jobs import JobStore
+from triagebot.github.client import GitHubClient
+from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
-from triagebot.workers import names
+from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery
 from triagebot.workers.triage import Triage
+
+# Measured figures go to the log: pytest shows them with a failure or with --log-cli-level=INFO.
+log = logging.getLogger(__name__)
 
 
 def _executor(settings: Settings) -> Triage:
@@ -70,10 +74,10 @@ def test_concurrent_copies_of_a_repro_make_one_comment_and_one_run(
     job_comments = [c for c in bot_comments(fake) if f"job={jobs[0].id}" in c.body]
     assert len(job_comments) == 1, [c.body[:80] for c in job_comments]
     assert len(bot_comments(fake)) == 1  # and no reply besides it
-    runs = [m for m in queued(settings, "gpu-h100") if m["headers"]["task"] == names.RUN_JOB]
+    runs = [m for m in queued(settings, "gpu-h100") if m["headers"]["task"] == task_queues.RUN_JOB]
     assert len(runs) == 1
     assert store.require(jobs[0].id).comment_id == job_comments[0].id
-    print(f"\n{copies} concurrent deliveries: 1 comment, 1 run, {took:.2f} s")
+    log.info(f"{copies} concurrent deliveries: 1 comment, 1 run, {took:.2f} s")
 
 
 @pytest.mark.parametrize("copies", [2, 20])

@@ -6,10 +6,10 @@ import time
 
 from tests.service.support import record
 from tests.service.threads import queued
-from triagebot.jobs import JobStore
+from triagebot.jobs.store import JobStore
 from triagebot.model import Plan
 from triagebot.settings import Settings
-from triagebot.workers import names
+from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery
 from triagebot.workers.reaper import reap_once
 
@@ -35,7 +35,7 @@ def test_only_jobs_without_lock_and_heartbeat_are_requeued(settings: Settings,
     assert job.state == "queued" and job.reaped == 1 and job.attempts == 1 and job.enqueued
     assert store.require(fresh).state == "running"
     assert store.require(locked).state == "running"
-    runs = [m for m in queued(settings, "gpu-cpu") if m["headers"]["task"] == names.RUN_JOB]
+    runs = [m for m in queued(settings, "gpu-cpu") if m["headers"]["task"] == task_queues.RUN_JOB]
     assert [m["headers"]["argsrepr"] for m in runs] == [repr([dead])]
     # A second pass (or a second triage worker's reaper) finds nothing more to do.
     assert reap_once(settings, store, celery) == []

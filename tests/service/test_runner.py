@@ -9,10 +9,10 @@ import pytest
 import redis
 
 from tests.service.support import record
-from triagebot.jobs import JobStore
+from triagebot.jobs.store import JobStore
 from triagebot.model import Plan
 from triagebot.settings import Settings
-from triagebot.workers import names
+from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery
 from triagebot.workers.runner import JobRunner
 
@@ -25,9 +25,9 @@ def runner(settings: Settings) -> JobRunner:
 def published(settings: Settings) -> list[str]:
     client = redis.Redis.from_url(settings.redis_url)
     messages = [json.loads(m) for m in
-                client.lrange(settings.celery_key_prefix + names.TRIAGE_QUEUE, 0, -1)]
+                client.lrange(settings.celery_key_prefix + task_queues.TRIAGE_QUEUE, 0, -1)]
     return [m["headers"]["argsrepr"] for m in messages
-            if m["headers"]["task"] == names.PUBLISH]
+            if m["headers"]["task"] == task_queues.PUBLISH]
 
 
 def test_missing_and_finished_jobs_are_left_alone(runner: JobRunner, plan: Plan) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 
 from tests.fakes.github_fixture import INSTALLATION_ID, REPO
 from tests.service.threads import FIXTURES, bot_comments, comment_event, queued
-from triagebot.events import normalise
-from triagebot.workers import names
+from triagebot.web.events import normalise
+from triagebot.workers import task_queues
 
 
 def test_repro_acknowledges_once_and_queues_one_gpu_job(env: dict[str, Any]) -> None:
@@ -109,7 +109,7 @@ def test_help_status_cancel_and_errors_in_one_reply(env: dict[str, Any]) -> None
     assert "Cancelling" in body and "repro" in body
     assert store.require(job.id).state == "cancelled"
     # The cancelled job's comment is published by the triage queue.
-    assert any(m["headers"]["task"] == names.PUBLISH for m in queued(settings, "triage"))
+    assert any(m["headers"]["task"] == task_queues.PUBLISH for m in queued(settings, "triage"))
 
 
 def test_refused_plans_explain_themselves(env: dict[str, Any]) -> None:

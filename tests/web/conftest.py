@@ -16,23 +16,22 @@ import pytest
 from tests.fakes.redis_fixture import make_settings as base_settings
 from tests.web.support import SECRET, LiveServer
 from triagebot.settings import Settings
-from triagebot.web import create_app
+from triagebot.web.app import create_app
 
 
 @pytest.fixture
-def make_settings(namespace: str) -> Callable[..., Settings]:
+def settings_overrides() -> dict[str, Any]:
+    return {"webhook_secrets": [SECRET], "gpu_kinds": ["h100"], "default_gpu": "h100"}
+
+
+@pytest.fixture
+def make_settings(namespace: str, settings_overrides: dict[str, Any]) -> Callable[..., Settings]:
+    """Variants of `settings` (tests/fakes/redis_fixture.py) for one test."""
+
     def build(**overrides: Any) -> Settings:
-        values: dict[str, Any] = {"webhook_secrets": [SECRET], "gpu_kinds": ["h100"],
-                                  "default_gpu": "h100"}
-        values.update(overrides)
-        return base_settings(namespace, **values)
+        return base_settings(namespace, **{**settings_overrides, **overrides})
 
     return build
-
-
-@pytest.fixture
-def settings(make_settings: Callable[..., Settings]) -> Settings:
-    return make_settings()
 
 
 @pytest.fixture

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from tests.report import load_fixture, seed_request
 from triagebot.analyze.findings import analyze
-from triagebot.jobs import JobRecord, JobStore, job_id
+from triagebot.jobs.record import JobRecord, job_id
+from triagebot.jobs.store import JobStore
 from triagebot.report import render_report
 
 LINK_KEY = b"web-tests-link-key"

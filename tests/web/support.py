@@ -19,7 +19,7 @@ from fastapi import FastAPI
 
 from triagebot.settings import Settings
 from triagebot.web.signature import sign
-from triagebot.workers import names
+from triagebot.workers import task_queues
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
 SECRET = "test-secret-It-s-ours"
@@ -91,7 +91,7 @@ def namespace_keys(client: redis.Redis, namespace: str) -> list[str]:
 
 
 def queued(client: redis.Redis, settings: Settings,
-           queue: str = names.TRIAGE_QUEUE) -> list[dict[str, Any]]:
+           queue: str = task_queues.TRIAGE_QUEUE) -> list[dict[str, Any]]:
     """The task messages waiting in `queue`: {"task", "id", "args", "kwargs"} each."""
     out = []
     for raw in client.lrange(settings.celery_key_prefix + queue, 0, -1):

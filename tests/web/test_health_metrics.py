@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.web.support import deliver, fixture
 from tests.web.test_jobs_page import make_job
-from triagebot.jobs import JobStore
+from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
 
 

@@ -17,7 +17,8 @@ import pytest
 import redis
 
 from tests.web import job_states
-from triagebot.jobs import JobRecord, JobStore
+from triagebot.jobs.record import JobRecord
+from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

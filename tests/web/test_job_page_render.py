@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from tests.web import job_states
-from triagebot.jobs import JobStore
+from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
 
 

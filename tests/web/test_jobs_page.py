@@ -10,7 +10,8 @@ import pytest
 import redis
 
 from tests.service.support import LINK_KEY
-from triagebot.jobs import JobRecord, JobStore, job_id
+from triagebot.jobs.record import JobRecord, job_id
+from triagebot.jobs.store import JobStore
 from triagebot.links import job_url
 from triagebot.model import Plan
 from triagebot.settings import Settings

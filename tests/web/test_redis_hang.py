@@ -7,6 +7,7 @@ port, never the shared one.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -22,6 +23,9 @@ import redis
 
 from tests.web.support import deliver, fixture, queued
 from triagebot.settings import Settings
+
+# Measured figures go to the log: pytest shows them with a failure or with --log-cli-level=INFO.
+log = logging.getLogger(__name__)
 
 
 def _free_port() -> int:
@@ -84,7 +88,7 @@ def test_frozen_redis_answers_503_within_a_second(
         timings.append(took)
     ready, ready_took = _timed(lambda: http.get(f"{url}/readyz"))
     assert ready.status_code == 503
-    print(f"\nfrozen Redis: webhook 503 in {', '.join(f'{t:.2f}' for t in timings)} s; "
+    log.info(f"frozen Redis: webhook 503 in {', '.join(f'{t:.2f}' for t in timings)} s; "
           f"/readyz 503 in {ready_took:.2f} s")
     assert max(timings) < 1.0 and ready_took < 1.0
     os.kill(proc.pid, signal.SIGCONT)

@@ -19,7 +19,7 @@ import pytest
 
 from tests.web.support import LiveServer, deliver, fixture
 from triagebot.settings import Settings
-from triagebot.web import create_app
+from triagebot.web.app import create_app
 from triagebot.web.service import Service
 
 MIB = 1024 * 1024

@@ -24,12 +24,12 @@ from tests.web.support import (
     queued,
     signed,
 )
-from triagebot.events import normalise
 from triagebot.settings import Settings, SettingsError
-from triagebot.web import create_app
+from triagebot.web.app import create_app
+from triagebot.web.events import normalise
 from triagebot.web.signature import sign
 from triagebot.web.task_message import task_message
-from triagebot.workers import names
+from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery
 
 
@@ -226,7 +226,7 @@ def test_relevant_events_are_queued_once(name: str, url: str, http: httpx.Client
     assert response.json() == {"queued": True, "delivery": delivery}
 
     [message] = queued(redis_client, settings)
-    assert message["task"] == names.HANDLE_EVENT
+    assert message["task"] == task_queues.HANDLE_EVENT
     assert message["id"] == f"event-{delivery}"
     expected = normalise(event, payload, delivery)
     assert expected is not None
@@ -285,13 +285,13 @@ def test_task_message_is_what_celery_itself_writes(settings: Settings,
     # they must have the shape Celery's own send_task writes, field for field.
     celery = create_celery(settings, register_tasks=False)
     args = [{"delivery": "d-1", "repo": "acme/engine"}]
-    celery.send_task(names.HANDLE_EVENT, args=args, queue=names.TRIAGE_QUEUE,
+    celery.send_task(task_queues.HANDLE_EVENT, args=args, queue=task_queues.TRIAGE_QUEUE,
                      task_id="event-celery", ignore_result=True, argsrepr="(x)",
                      kwargsrepr="{}")
-    raw = redis_client.lrange(settings.celery_key_prefix + names.TRIAGE_QUEUE, 0, -1)
+    raw = redis_client.lrange(settings.celery_key_prefix + task_queues.TRIAGE_QUEUE, 0, -1)
     theirs = json.loads(raw[0])
-    ours = json.loads(task_message(names.HANDLE_EVENT, "event-celery", args,
-                                   names.TRIAGE_QUEUE, "(x)"))
+    ours = json.loads(task_message(task_queues.HANDLE_EVENT, "event-celery", args,
+                                   task_queues.TRIAGE_QUEUE, "(x)"))
 
     def shape(value: object) -> object:
         if isinstance(value, dict):

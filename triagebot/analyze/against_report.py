@@ -53,7 +53,7 @@ class LabelWants:
 
     spec: bool | None = None
     method: str | None = None
-    k: int | None = None
+    num_speculative_tokens: int | None = None
     eager: bool | None = None
     cudagraph_mode: str | None = None
     runner: str | None = None
@@ -84,8 +84,8 @@ def read_label(label: str) -> LabelWants:
         want.words.append(named or "spec")
         k = _K.search(text)
         if k:
-            want.k = int(k.group(1))
-            want.words.append(f"k={want.k}")
+            want.num_speculative_tokens = int(k.group(1))
+            want.words.append(f"k={want.num_speculative_tokens}")
     _read_graph_words(text, tokens, want)
     for token, runner in (("v1", "v1"), ("mrv1", "v1"), ("v2", "v2"), ("mrv2", "v2")):
         if token in tokens:
@@ -120,7 +120,8 @@ def _fits(want: LabelWants, cell: Cell) -> bool:
     checks = [
         want.spec is None or want.spec == (spec is not None),
         want.method is None or (spec is not None and spec.method == want.method),
-        want.k is None or (spec is not None and spec.num_speculative_tokens == want.k),
+        want.num_speculative_tokens is None
+        or (spec is not None and spec.num_speculative_tokens == want.num_speculative_tokens),
         want.eager is None or want.eager == cell.enforce_eager,
         want.cudagraph_mode is None or want.cudagraph_mode == cell.cudagraph_mode,
         want.runner is None or want.runner == cell.model_runner,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -206,16 +206,14 @@ def explain_ratio(
 # --- k sweep ----------------------------------------------------------------------------
 
 
+def _points(ks: list[int], ys: list[float], base: float | None) -> dict[str, Any]:
+    """The fit's inputs, as every StepCostFit reports them."""
+    return {"ks": ks, "step_seconds": ys, "n_points": len(ks), "base_seconds": base,
+            "base_known": base is not None}
+
+
 def _fit_failure(ks: list[int], ys: list[float], base: float | None, why: str) -> StepCostFit:
-    return StepCostFit(
-        ks=ks,
-        step_seconds=ys,
-        n_points=len(ks),
-        base_seconds=base,
-        base_known=base is not None,
-        ok=False,
-        reason=why,
-    )
+    return StepCostFit(**_points(ks, ys, base), ok=False, reason=why)
 
 
 def fit_step_cost(
@@ -245,11 +243,7 @@ def fit_step_cost(
     cov = (rss / dof) * np.linalg.inv(design.T @ design) if dof > 0 else None
     fixed = intercept - base if base is not None else None
     return StepCostFit(
-        ks=ks,
-        step_seconds=ys,
-        n_points=len(ks),
-        base_seconds=base,
-        base_known=base is not None,
+        **_points(ks, ys, base),
         fixed_seconds=fixed,
         per_token_seconds=per_token,
         intercept_seconds=intercept,

@@ -15,7 +15,7 @@ from triagebot.bisect import envs, hints, predicate, ranges
 from triagebot.bisect.render import render_section
 from triagebot.bisect.runner import BisectRun, BisectSettings, FileStore, bisect
 from triagebot.model import ReproRequest
-from triagebot.options import ReproOptions
+from triagebot.overrides import ReproOptions
 
 EXIT_FOUND = 0
 EXIT_USAGE = 2
@@ -71,7 +71,7 @@ def bisect_command(
         "--max-env-gb", help="Disk the step environments may take.")] = 40.0,
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, max=64)] = 16,
 ) -> None:
-    from triagebot.cli import read_report
+    from triagebot.cli.base import read_report
     from triagebot.commands.bisect import BisectWordsError, parse_words
     from triagebot.errors import PlanRejected
     from triagebot.parse import parse_report

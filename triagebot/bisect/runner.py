@@ -23,7 +23,7 @@ from triagebot.bisect.ranges import BisectRange
 from triagebot.bisect.search import Outcome, Step
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, PlanPolicy, ReproRequest
-from triagebot.options import ReproOptions
+from triagebot.overrides import ReproOptions
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE, Event, RunCancelled, RunSettings, execute
 from triagebot.run.provision import ProvisionError, provision

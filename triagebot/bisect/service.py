@@ -21,8 +21,9 @@ from triagebot.bisect.ranges import Direction
 from triagebot.bisect.search import Step
 
 if TYPE_CHECKING:
-    from triagebot.github import GitHubClient
-    from triagebot.jobs import JobRecord, JobStore
+    from triagebot.github.client import GitHubClient
+    from triagebot.jobs.record import JobRecord
+    from triagebot.jobs.store import JobStore
     from triagebot.workers.runner import JobRunner
 
 # Release tags of the engine's repository (vLLM's and SGLang's both read v0.20.0).
@@ -125,7 +126,7 @@ def report_with_candidates(gh: GitHubClient, job: JobRecord, store: JobStore) ->
     from triagebot.bisect.rank import commits_from_compare, rank, subject_of
     from triagebot.bisect.render import render_section
     from triagebot.bisect.runner import BisectRun
-    from triagebot.github import GitHubError
+    from triagebot.github.errors import GitHubError
     from triagebot.model import ReproRequest
 
     raw = store.findings(job.id)

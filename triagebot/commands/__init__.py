@@ -37,7 +37,7 @@ from triagebot.commands.base import (
     Word,
 )
 from triagebot.commands.ignore import ignored_mask, line_spans
-from triagebot.options import KEYS
+from triagebot.overrides import KEYS
 
 __all__ = [
     "COMMANDS",

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from triagebot.options import ReproOptions
+from triagebot.overrides import ReproOptions
 
 CommandName = Literal["repro", "help", "cancel", "status", "bisect"]
 

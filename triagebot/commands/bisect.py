@@ -4,7 +4,7 @@ V is a release (`0.17.0`), a nightly (`0.22.2.dev20260611`) or a commit SHA. goo
 may be left out where the report states a working and a broken version; the plan then
 says which words it took them from. `regress=success` searches where it started working
 (the older point is the broken one). Every other key is a `repro` override
-(`triagebot.options`), so `triagebot bisect FILE ...` and a comment mean the same thing,
+(`triagebot.overrides`), so `triagebot bisect FILE ...` and a comment mean the same thing,
 and the normalised text gives equal commands the same job id.
 """
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from triagebot.commands.base import CommandSpec, Malformed, Parsed, Position, Word
-from triagebot.options import OptionsError, ReproOptions, parse_overrides
+from triagebot.overrides import OptionsError, ReproOptions, parse_overrides
 
 BISECT_KEYS = ("good", "bad", "regress")
 # A release, a nightly or a commit SHA: nothing else reaches a plan or a shell.

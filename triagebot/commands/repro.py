@@ -1,6 +1,6 @@
 """`@triagebot repro [key=value ...]`: reproduce the thread's report, with overrides.
 
-The words are the CLI's overrides (`triagebot.options`), so a comment and
+The words are the CLI's overrides (`triagebot.overrides`), so a comment and
 `triagebot repro FILE key=value ...` mean the same thing. The normalised text lists the
 options in `ReproOptions.as_args()` order, so reordered or re-spaced words give the same
 text, and so the same job id.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from triagebot.commands.base import CommandSpec, Malformed, Parsed, Position, Word
-from triagebot.options import OptionsError, parse_overrides
+from triagebot.overrides import OptionsError, parse_overrides
 
 # One line per key for the help text; tests check that every key of ReproOptions has one.
 KEY_HELP: dict[str, str] = {

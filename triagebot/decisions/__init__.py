@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 
 from triagebot.commands import Command, CommandError
 from triagebot.decisions import bisect, cancel, help, repro, status
+from triagebot.decisions import replies as words
 from triagebot.decisions.actions import Action, React, Reply
 from triagebot.decisions.facts import Facts
-from triagebot.report import thread as words
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from triagebot.jobs import JobRecord
+from triagebot.jobs.record import JobRecord
 from triagebot.model import Plan, ReproRequest
 
 

@@ -14,10 +14,10 @@ from triagebot.bisect.ranges import BisectError, check_order, version_key
 from triagebot.bisect.service import BisectSpec
 from triagebot.commands import Command
 from triagebot.commands.bisect import BisectWordsError, parse_words
+from triagebot.decisions import replies as words
 from triagebot.decisions import repro
 from triagebot.decisions.actions import Action, Refuse, Reply, StartJob
 from triagebot.decisions.facts import Facts
-from triagebot.report import thread as words
 
 
 def decide(command: Command, facts: Facts) -> list[Action]:

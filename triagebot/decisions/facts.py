@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from triagebot.events import ThreadEvent
-from triagebot.github import Thread
-from triagebot.jobs import JobRecord
+from triagebot.github.models import Thread
+from triagebot.jobs.record import JobRecord
 from triagebot.repo_config import RepoConfig
+from triagebot.web.events import ThreadEvent
 
 
 @dataclass(frozen=True)
@@ -26,5 +26,5 @@ class Facts:
     # Runner kinds this deployment serves, and the repo's GPU seconds used today (UTC).
     gpu_kinds: tuple[str, ...]
     gpu_seconds_used: float
-    # The key job ids are made with (`triagebot.jobs.job_id`).
+    # The key job ids are made with (`triagebot.jobs.record.job_id`).
     id_key: bytes

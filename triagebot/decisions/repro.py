@@ -7,17 +7,17 @@ to create, whose id is an HMAC of where it came from and what it asks.
 
 from __future__ import annotations
 
-from triagebot import handlers
 from triagebot.commands import Command
+from triagebot.decisions import replies as words
+from triagebot.decisions import rules
 from triagebot.decisions.actions import Action, Refuse, Reply, StartJob
 from triagebot.decisions.facts import Facts
 from triagebot.errors import PlanRejected
-from triagebot.jobs import JobRecord, job_id
-from triagebot.options import ReproOptions
+from triagebot.jobs.record import JobRecord, job_id
+from triagebot.overrides import ReproOptions
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.repo_config import merge_options
-from triagebot.report import thread as words
 
 CONFIG_PATH = ".github/triagebot.toml"
 
@@ -41,7 +41,7 @@ def start(facts: Facts, trigger: str, command: str, options: ReproOptions) -> li
         plan = build_plan(request, merged, budget=config.budget(), policy=config.policy())
     except PlanRejected as exc:
         return [Reply(words.plan_refused(str(exc)))]
-    refused = handlers.models_not_allowed(plan, config)
+    refused = rules.models_not_allowed(plan, config)
     if refused:
         return [Reply(words.plan_refused(
             f"{', '.join(refused)} is not on this repository's model allowlist "

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from triagebot.commands import Command
+from triagebot.decisions import replies as words
 from triagebot.decisions.actions import Action, Reply
 from triagebot.decisions.facts import Facts
-from triagebot.report import thread as words
 
 
 def decide(command: Command, facts: Facts) -> list[Action]:

@@ -65,6 +65,18 @@ def require_unset(fields: dict[str, tuple[object, str]]) -> None:
             raise PlanRejected(f"{field}={value} {why}", field=field, accepted=["unset"])
 
 
+def require_one_device(cell: Cell, why: str) -> None:
+    """Refuse parallelism on an engine that runs on one device; `why` ends the message."""
+    multi: tuple[tuple[str, object, object], ...] = (
+        ("tensor_parallel_size", cell.tensor_parallel_size, 1),
+        ("data_parallel_size", cell.data_parallel_size, 1),
+        ("expert_parallel", cell.expert_parallel, False),
+    )
+    for field, value, default in multi:
+        if value != default:
+            raise PlanRejected(f"{field}={value}: {why}", field=field, accepted=[str(default)])
+
+
 def require_template(cell: Cell, templates: dict[str, str], engine: str) -> None:
     if cell.workload.kind not in templates:
         raise PlanRejected(f"workload.kind={cell.workload.kind} has no {engine} template",

@@ -148,3 +148,11 @@ def recipes_for(model_ids: set[str]) -> list[Recipe]:
 
 def is_standin(model_id: str) -> bool:
     return model_id.startswith(ROOT + "/")
+
+
+def is_untrained_head(model_id: str | None) -> bool:
+    """An EAGLE or EAGLE-3 stand-in head: random weights, so its acceptance is ~0 by
+    construction and says nothing about the engine."""
+    if model_id is None or not is_standin(model_id):
+        return False
+    return model_id.split("/", 1)[1].split("-")[1] in ("eagle", "eagle3")

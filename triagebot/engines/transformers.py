@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from triagebot.engines import require_template, require_unset
+from triagebot.engines import require_one_device, require_template, require_unset
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 
@@ -175,15 +175,7 @@ def _reject_unsupported(cell: Cell) -> None:
         "mm_encoder_tp_mode": (cell.mm_encoder_tp_mode, why),
         "commit": (cell.commit, why),
     })
-    multi: tuple[tuple[str, object, object], ...] = (
-        ("tensor_parallel_size", cell.tensor_parallel_size, 1),
-        ("data_parallel_size", cell.data_parallel_size, 1),
-        ("expert_parallel", cell.expert_parallel, False),
-    )
-    for field, value, default in multi:
-        if value != default:
-            raise PlanRejected(f"{field}={value}: the transformers template runs on one device",
-                               field=field, accepted=[str(default)])
+    require_one_device(cell, "the transformers template runs on one device")
     for field, config, instead in (
         ("compilation_config", cell.compilation_config, "enforce_eager=true|false"),
         ("extra_speculative_config", cell.extra_speculative_config, "spec fields"),

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from triagebot.engines import vllm_catalog as cat
+from triagebot.engines import vllm_translate as tr
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 
@@ -165,7 +166,7 @@ def engine_args(cell: Cell) -> dict[str, Any]:
     max_len = _max_model_len(cell)
     if max_len is not None:
         args["max_model_len"] = max_len
-    return _catalog(cat.check_engine_args, args, version)
+    return _catalog(tr.check_engine_args, args, version)
 
 
 def speculative_config(cell: Cell, version: str) -> dict[str, Any] | None:
@@ -202,7 +203,7 @@ def speculative_config(cell: Cell, version: str) -> dict[str, Any] | None:
         cfg.setdefault(key, value)  # the cell's own fields win over the report's extras
     model_type = _model_type(cell.model)
     try:
-        return cat.translate_speculative_config(cfg, version, model_type=model_type)
+        return tr.translate_speculative_config(cfg, version, model_type=model_type)
     except cat.ConfigRejected as exc:
         if exc.key == "method" and method.endswith("mtp") and model_type is None:
             raise PlanRejected(
@@ -238,7 +239,7 @@ def compilation_config(cell: Cell, version: str) -> dict[str, Any]:
             cfg["cudagraph_mm_encoder"] = cell.encoder_cudagraph
     if not cfg:
         return {}
-    return _catalog(cat.translate_compilation_config, cfg, version)
+    return _catalog(tr.translate_compilation_config, cfg, version)
 
 
 def _mm_limits(cell: Cell) -> dict[str, int]:

@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from triagebot.engines import require_template, require_unset
+from triagebot.engines import require_one_device, require_template, require_unset
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 
@@ -96,15 +96,7 @@ def _reject_unsupported(cell: Cell) -> None:
     if cell.enforce_eager:
         raise PlanRejected("enforce_eager has no meaning on vllm-mlx (MLX has no CUDA graphs)",
                            field="enforce_eager", accepted=["false"])
-    multi: tuple[tuple[str, object, object], ...] = (
-        ("tensor_parallel_size", cell.tensor_parallel_size, 1),
-        ("data_parallel_size", cell.data_parallel_size, 1),
-        ("expert_parallel", cell.expert_parallel, False),
-    )
-    for field, value, default in multi:
-        if value != default:
-            raise PlanRejected(f"{field}={value}: vllm-mlx serves on one device",
-                               field=field, accepted=[str(default)])
+    require_one_device(cell, "vllm-mlx serves on one device")
     if cell.compilation_config:
         key = next(iter(cell.compilation_config))
         raise PlanRejected(f"compilation_config.{key} has no vllm-mlx flag",

@@ -17,7 +17,7 @@ from triagebot.parse.normalize import (
     canonical_model,
     canonical_version,
 )
-from triagebot.parse.settings import FLAGS
+from triagebot.parse.vocabulary import FLAGS
 
 Line = tuple[int, str, str]  # (line number, text, kind: "title" | "prose")
 

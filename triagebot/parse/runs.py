@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triagebot.parse import cmdline, pycode
-from triagebot.parse.settings import (
+from triagebot.parse.vocabulary import (
     CLIENT_PROGRAMS,
     ENGINE_PROGRAMS,
     KWARGS,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triagebot.model import ReproRequest, SpecParams
-from triagebot.options import ReproOptions, SpecChoice
+from triagebot.overrides import ReproOptions, SpecChoice
 from triagebot.plan.defaults import K_BY_METHOD, Choices
 
 # The order axes appear in labels, and the priority for the plan's main question.
@@ -67,16 +67,16 @@ def spec_levels(
     if options.spec:
         picked = list(dict.fromkeys(options.spec))
         picked.sort(key=lambda c: c.method is not None)  # no-spec, if asked, is the baseline
-    elif request.spec_method is None and not options.k:
+    elif request.spec_method is None and not options.num_speculative_tokens:
         return [Level("no_spec", {"spec": None})]
     else:
         method = request.spec_method or "ngram"
-        ks = options.k or request.num_speculative_tokens
+        ks = options.num_speculative_tokens or request.num_speculative_tokens
         if not ks:
             ks = [K_BY_METHOD[method]]
             choices.default("num_speculative_tokens", ks[0],
                             f"the usual k for {method}; the report does not say")
-        picked = [SpecChoice(method=method, k=k) for k in dict.fromkeys(ks)]
+        picked = [SpecChoice(method=method, num_speculative_tokens=k) for k in dict.fromkeys(ks)]
         if _spec_is_compared(request, options, picked):
             picked.insert(0, SpecChoice())
     return [_spec_level(c, request, draft, choices, many=len(picked) > 2) for c in picked]
@@ -100,8 +100,8 @@ def _spec_level(choice: SpecChoice, request: ReproRequest, draft: str | None,
                 choices: Choices, *, many: bool) -> Level:
     if choice.method is None:
         return Level("no_spec", {"spec": None})
-    k = choice.k or K_BY_METHOD[choice.method]
-    if choice.k is None:
+    k = choice.num_speculative_tokens or K_BY_METHOD[choice.method]
+    if choice.num_speculative_tokens is None:
         choices.default("num_speculative_tokens", k, f"the usual k for {choice.method}")
     params = SpecParams(
         method=choice.method,

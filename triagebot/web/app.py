@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from triagebot.settings import Settings
-from triagebot.web import health, jobs_page, metrics, webhook
+from triagebot.web import health, jobs_page, metrics_route, webhook
 from triagebot.web.service import Service
 
 
@@ -36,6 +36,6 @@ def create_app(settings: Settings, *, redis_client: redis.Redis | None = None) -
     app = FastAPI(title="triagebot", docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=lifespan)
     app.state.service = service
-    for module in (webhook, health, metrics, jobs_page):
+    for module in (webhook, health, metrics_route, jobs_page):
         app.include_router(module.router)
     return app

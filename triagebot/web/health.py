@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from triagebot.web.deps import service_of
-from triagebot.workers import names
+from triagebot.workers import task_queues
 
 router = APIRouter()
 
@@ -36,8 +36,8 @@ def readyz(request: Request) -> JSONResponse:
     live = {name: queues for name, (age, queues) in beats.items() if age <= max_age}
     served = {q for queues in live.values() for q in queues}
     runners = {kind: settings.queue_for(kind) in served for kind in settings.gpu_kinds}
-    body = {"workers": len(live), "triage": names.TRIAGE_QUEUE in served, "runners": runners}
-    missing = ([names.TRIAGE_QUEUE] if not body["triage"] else []) + [
+    body = {"workers": len(live), "triage": task_queues.TRIAGE_QUEUE in served, "runners": runners}
+    missing = ([task_queues.TRIAGE_QUEUE] if not body["triage"] else []) + [
         settings.queue_for(kind) for kind, up in runners.items() if not up]
     if missing:
         return JSONResponse({"ok": False, **body, "reason": (

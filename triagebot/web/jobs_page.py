@@ -17,7 +17,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-from triagebot.jobs import JOB_ID_CHARS, JobError, JobRecord
+from triagebot.jobs.record import JOB_ID_CHARS, JobError, JobRecord
 from triagebot.links import may_view
 from triagebot.model import Plan
 from triagebot.web.deps import service_of

@@ -1,5 +1,8 @@
 """Prometheus metrics of the ingress, on a registry of its own (never the global one).
 
+The collector lives here and the `/metrics` route in `metrics_route.py`, so the service
+that owns the collector does not import a route.
+
 Delivery counts are kept in the process. Job states, queue depths, cell durations and
 live workers are read from Redis when scraped, so every API replica reports the same
 numbers and nothing has to be kept in sync. If Redis does not answer, a scrape still
@@ -12,9 +15,7 @@ import logging
 from collections.abc import Callable, Iterator
 
 import redis
-from fastapi import APIRouter, Request, Response
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Histogram,
@@ -29,10 +30,9 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from triagebot.jobs import CELL_BUCKETS, JobStore
+from triagebot.jobs.store import CELL_BUCKETS, JobStore
 from triagebot.settings import Settings
-from triagebot.web.deps import service_of
-from triagebot.workers import names
+from triagebot.workers import task_queues
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class RedisCollector(Collector):
 
         depth = GaugeMetricFamily("triagebot_queue_depth", "Messages waiting in a queue",
                                   labels=["queue"])
-        queues = [names.TRIAGE_QUEUE, *(self.settings.queue_for(k)
+        queues = [task_queues.TRIAGE_QUEUE, *(self.settings.queue_for(k)
                                         for k in self.settings.gpu_kinds)]
         for queue in queues:
             depth.add_metric([queue], store.queue_depth(queue))
@@ -132,12 +132,3 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
-
-
-router = APIRouter()
-
-
-@router.get("/metrics")
-def metrics(request: Request) -> Response:
-    # A def route: the Redis reads run in the threadpool, not on the event loop.
-    return Response(service_of(request).metrics.render(), media_type=CONTENT_TYPE_LATEST)

@@ -14,7 +14,7 @@ from functools import cached_property
 
 import redis
 
-from triagebot.jobs import JobStore, connect
+from triagebot.jobs.store import JobStore, connect
 from triagebot.settings import Settings
 from triagebot.web.body import BodyBudget
 from triagebot.web.deliveries import Deliveries

@@ -22,7 +22,6 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 
-from triagebot.events import EventError, ThreadEvent, normalise, worth_queueing
 from triagebot.web.body import (
     BadContentLength,
     BodyTooLarge,
@@ -32,10 +31,11 @@ from triagebot.web.body import (
 )
 from triagebot.web.deliveries import DELIVERY_ID
 from triagebot.web.deps import service_of
+from triagebot.web.events import EventError, ThreadEvent, normalise, worth_queueing
 from triagebot.web.service import Service
 from triagebot.web.signature import Verifier, expected_digest
 from triagebot.web.task_message import task_message
-from triagebot.workers import names
+from triagebot.workers import task_queues
 
 log = logging.getLogger("triagebot.web.webhook")
 router = APIRouter()
@@ -106,13 +106,13 @@ def enqueue(service: Service, ev: ThreadEvent) -> Outcome:
     """Record the delivery and queue its event for triage, atomically, unless seen."""
     guid = ev.delivery
     message = task_message(
-        names.HANDLE_EVENT, f"event-{guid}", [ev.model_dump(mode="json")],
-        names.TRIAGE_QUEUE,
+        task_queues.HANDLE_EVENT, f"event-{guid}", [ev.model_dump(mode="json")],
+        task_queues.TRIAGE_QUEUE,
         # What Celery logs and shows (Flower) instead of a repr of the whole event: issue
         # text stays out of logs.
         argsrepr=f"({ev.event}.{ev.action} {ev.repo}#{ev.number})")
     try:
-        fresh = service.deliveries.enqueue_once(guid, names.TRIAGE_QUEUE, message)
+        fresh = service.deliveries.enqueue_once(guid, task_queues.TRIAGE_QUEUE, message)
     except redis.RedisError as exc:
         # Nothing was recorded, so GitHub's redelivery of this id will be taken.
         return Outcome(503, {"error": "queue unavailable; redeliver later"}, "unavailable",

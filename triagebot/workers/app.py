@@ -4,7 +4,7 @@ Long GPU jobs shape every setting here (reliability.md §4): a worker reserves o
 a time and acknowledges it only after it ran, one process per GPU, a fresh process per
 job, and a Redis visibility timeout above the job's hard limit so a running job is never
 handed to a second worker. Duplicates that slip through anyway are stopped by the job lock
-in `triagebot.jobs`.
+in `triagebot.jobs.store`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from celery import Celery
 
 from triagebot.settings import Settings
-from triagebot.workers import names
+from triagebot.workers import task_queues
 
 
 def celery_config(settings: Settings) -> dict[str, Any]:
@@ -46,11 +46,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_soft_time_limit": hard - 60 if hard > 120 else max(1, hard - 5),
         "task_time_limit": hard,
         "result_expires": 7 * 24 * 3600,
-        "task_default_queue": names.TRIAGE_QUEUE,
+        "task_default_queue": task_queues.TRIAGE_QUEUE,
         "task_routes": {
-            names.HANDLE_EVENT: {"queue": names.TRIAGE_QUEUE},
-            names.PROGRESS: {"queue": names.TRIAGE_QUEUE},
-            names.PUBLISH: {"queue": names.TRIAGE_QUEUE},
+            task_queues.HANDLE_EVENT: {"queue": task_queues.TRIAGE_QUEUE},
+            task_queues.PROGRESS: {"queue": task_queues.TRIAGE_QUEUE},
+            task_queues.PUBLISH: {"queue": task_queues.TRIAGE_QUEUE},
         },
         # A publish that cannot reach Redis fails fast, so the ingress can answer 503.
         "task_publish_retry": False,

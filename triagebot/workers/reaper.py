@@ -18,9 +18,10 @@ import uuid
 import redis
 from celery import Celery
 
-from triagebot.jobs import JobError, JobStore
+from triagebot.jobs.record import JobError
+from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
-from triagebot.workers import names
+from triagebot.workers import task_queues
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,7 @@ def reap_once(settings: Settings, store: JobStore, celery: Celery) -> list[str]:
             continue  # expired meanwhile
         if job is None:
             continue
-        celery.send_task(names.RUN_JOB, args=[job.id], queue=settings.queue_for(job.gpu_kind),
+        celery.send_task(task_queues.RUN_JOB, args=[job.id], queue=settings.queue_for(job.gpu_kind),
                          task_id=f"job-{job.id}-{uuid.uuid4().hex[:8]}", ignore_result=True)
         store.set(job.id, enqueued=True)
         log.warning("job %s: its worker stopped sending heartbeats; queued again "

@@ -18,13 +18,13 @@ from typing import Literal
 import redis
 from celery import Celery
 
-from triagebot.jobs import JobStore
+from triagebot.jobs.store import JobStore
 from triagebot.model import RunResult
 from triagebot.render import RenderError, render_plan
 from triagebot.report import render_report
 from triagebot.run.orchestrate import Event, RunCancelled, RunSettings, execute
 from triagebot.settings import Settings
-from triagebot.workers import names
+from triagebot.workers import task_queues
 
 log = logging.getLogger(__name__)
 
@@ -148,20 +148,20 @@ class JobRunner:
             now = time.monotonic()
             if now - last_sent[0] >= self.settings.progress_interval_s:
                 last_sent[0] = now
-                self.celery.send_task(names.PROGRESS, args=[id_], queue=names.TRIAGE_QUEUE,
-                                      ignore_result=True)
+                self.celery.send_task(task_queues.PROGRESS, args=[id_],
+                                      queue=task_queues.TRIAGE_QUEUE, ignore_result=True)
 
         return update
 
     def _publish(self, id_: str) -> None:
-        self.celery.send_task(names.PUBLISH, args=[id_], queue=names.TRIAGE_QUEUE,
+        self.celery.send_task(task_queues.PUBLISH, args=[id_], queue=task_queues.TRIAGE_QUEUE,
                               ignore_result=True)
 
     publish = _publish
 
     def send_progress(self, id_: str) -> None:
-        self.celery.send_task(names.PROGRESS, args=[id_], queue=names.TRIAGE_QUEUE,
-                              ignore_result=True)
+        self.celery.send_task(task_queues.PROGRESS, args=[id_],
+                              queue=task_queues.TRIAGE_QUEUE, ignore_result=True)
 
 
 class _Stop:

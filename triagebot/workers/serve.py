@@ -11,9 +11,9 @@ import threading
 import redis
 from celery.utils.nodenames import host_format
 
-from triagebot.jobs import JobStore
+from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
-from triagebot.workers import names
+from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery
 from triagebot.workers.reaper import reap_forever
 
@@ -27,7 +27,7 @@ class WorkerError(ValueError):
 def check_queues(settings: Settings, queues: list[str]) -> list[str]:
     if not queues:
         raise WorkerError("name at least one queue: triage or gpu-<kind>")
-    valid = [names.TRIAGE_QUEUE, *(settings.queue_for(k) for k in settings.gpu_kinds)]
+    valid = [task_queues.TRIAGE_QUEUE, *(settings.queue_for(k) for k in settings.gpu_kinds)]
     for queue in queues:
         if not _QUEUE.fullmatch(queue) or queue not in valid:
             raise WorkerError(f"unknown queue {queue!r}; this deployment has: "
@@ -58,7 +58,7 @@ def run_worker(settings: Settings, queues: list[str], *, name: str | None = None
     label = host_format(argv[argv.index("-n") + 1])
     threads = [threading.Thread(target=_heartbeat, args=(settings, label, queues, stop),
                                 name="worker-heartbeat", daemon=True)]
-    if names.TRIAGE_QUEUE in queues:
+    if task_queues.TRIAGE_QUEUE in queues:
         # In the worker's main process, so a pool process that dies mid-task stops nothing.
         threads.append(threading.Thread(target=reap_forever, args=(settings, app, stop),
                                         name="reaper", daemon=True))

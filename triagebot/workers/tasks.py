@@ -16,11 +16,12 @@ from typing import Any
 
 from celery import Celery, Task
 
-from triagebot.events import ThreadEvent
-from triagebot.github import GitHubClient, GitHubError
-from triagebot.jobs import JobStore
+from triagebot.github.client import GitHubClient
+from triagebot.github.errors import GitHubError
+from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
-from triagebot.workers import names
+from triagebot.web.events import ThreadEvent
+from triagebot.workers import task_queues
 from triagebot.workers.runner import JobRunner
 from triagebot.workers.triage import TRANSIENT, CommentBusy, Triage
 
@@ -65,7 +66,7 @@ def register(app: Celery) -> None:
             return
         raise task.retry(exc=exc, countdown=min(600, 2 ** task.request.retries * 5))
 
-    @app.task(name=names.HANDLE_EVENT, bind=True, acks_late=True, **_RETRY)
+    @app.task(name=task_queues.HANDLE_EVENT, bind=True, acks_late=True, **_RETRY)
     def handle_event(self: Task, payload: dict[str, Any]) -> None:
         event = ThreadEvent.model_validate(payload)
         try:
@@ -78,7 +79,7 @@ def register(app: Celery) -> None:
             with contextlib.suppress(*TRANSIENT):
                 triage().report_failure(event, _reason(exc))
 
-    @app.task(name=names.PROGRESS, bind=True, acks_late=True, max_retries=3)
+    @app.task(name=task_queues.PROGRESS, bind=True, acks_late=True, max_retries=3)
     def progress(self: Task, job_id: str) -> None:
         # Progress is best effort: a busy or failing edit is skipped, the next one comes.
         try:
@@ -88,7 +89,7 @@ def register(app: Celery) -> None:
         except TRANSIENT as exc:
             log.warning("progress for %s skipped: %s", job_id, exc)
 
-    @app.task(name=names.PUBLISH, bind=True, acks_late=True, **_RETRY)
+    @app.task(name=task_queues.PUBLISH, bind=True, acks_late=True, **_RETRY)
     def publish(self: Task, job_id: str) -> None:
         try:
             triage().publish(job_id)
@@ -100,7 +101,7 @@ def register(app: Celery) -> None:
     # Enough retries to wait out a live owner for the whole hard limit.
     lock_retries = settings.job_time_limit_s // settings.lock_ttl_s + 3
 
-    @app.task(name=names.RUN_JOB, bind=True, acks_late=True, reject_on_worker_lost=True,
+    @app.task(name=task_queues.RUN_JOB, bind=True, acks_late=True, reject_on_worker_lost=True,
               max_retries=lock_retries)
     def run_job(self: Task, job_id: str) -> str:
         outcome = JobRunner(settings, store(), app, worker=self.request.hostname).run(job_id)
@@ -110,7 +111,7 @@ def register(app: Celery) -> None:
             raise self.retry(countdown=store().lock_ttl(job_id) + 1)
         return outcome
 
-    @app.task(name=names.CANARY)
+    @app.task(name=task_queues.CANARY)
     def canary(token: str) -> str:
         store().redis.set(settings.key("canary", token), "ok", ex=300)
         return token

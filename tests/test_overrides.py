@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from triagebot.options import KEYS, OptionsError, ReproOptions, SpecChoice, parse_overrides
+from triagebot.overrides import KEYS, OptionsError, ReproOptions, SpecChoice, parse_overrides
 
 
 def test_every_documented_key_parses() -> None:
@@ -15,7 +15,8 @@ def test_every_documented_key_parses() -> None:
         "concurrency=8", "prompts=10"])
     assert opts.spec == [SpecChoice(method="mtp", k=1), SpecChoice(method="eagle3", k=3),
                          SpecChoice()]
-    assert opts.modes == ["eager", "graph"] and opts.k == [1, 2] and opts.tp == 2
+    assert opts.modes == ["eager", "graph"] and opts.tp == 2
+    assert opts.num_speculative_tokens == [1, 2]
     assert set(KEYS) >= {"modes", "spec", "k", "version", "engine", "model", "runs", "gpu",
                          "workload", "tp", "temperature", "max_tokens"}
 

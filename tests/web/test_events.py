@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from triagebot.events import (
+from triagebot.web.events import (
     MAX_BODY,
     MAX_TITLE,
     RELEVANT,
@@ -22,7 +22,7 @@ from triagebot.events import (
     worth_queueing,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "webhooks"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "webhooks"
 BOT = "triagebot[bot]"
 
 

@@ -39,31 +39,34 @@ class OptionsError(ValueError):
         super().__init__(message)
 
 
+# Inside the product k is `num_speculative_tokens`, as in ReproRequest and SpecParams;
+# `k` is only the word users type (`k=1,2`, `spec=mtp:3`), so it is the fields' alias.
 class SpecChoice(BaseModel):
     """One spec level of a plan: a method with k, or `method=None` for no speculation."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     method: PlanSpecMethod | None = None
-    k: SpecTokens | None = None
+    num_speculative_tokens: SpecTokens | None = Field(default=None, alias="k")
 
     def __str__(self) -> str:
         if self.method is None:
             return "none"
-        return f"{self.method}:{self.k}" if self.k else self.method
+        k = self.num_speculative_tokens
+        return f"{self.method}:{k}" if k else self.method
 
 
 class ReproOptions(BaseModel):
     """What a maintainer may override. Every field is optional: None keeps the report's."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
     engine: PlanEngine | None = None
     version: str | None = Field(default=None, pattern=r"^[0-9][0-9A-Za-z.+-]{0,40}$")
     model: ModelId | None = None
     draft: ModelId | None = None
     spec: list[SpecChoice] | None = None
-    k: list[SpecTokens] | None = None
+    num_speculative_tokens: list[SpecTokens] | None = Field(default=None, alias="k")
     modes: list[ModeChoice] | None = None
     workload: PlanWorkloadKind | None = None
     runs: int | None = Field(default=None, ge=1, le=100)
@@ -81,7 +84,7 @@ class ReproOptions(BaseModel):
     def as_args(self) -> list[str]:
         """The overrides back in `key=value` form (for the "Reproduce with" command)."""
         out = []
-        for key, value in self.model_dump(exclude_none=True).items():
+        for key, value in self.model_dump(exclude_none=True, by_alias=True).items():
             if key == "spec":
                 text = ",".join(str(SpecChoice(**v)) for v in value)
             elif isinstance(value, list):
@@ -92,7 +95,9 @@ class ReproOptions(BaseModel):
         return out
 
 
-KEYS: tuple[str, ...] = tuple(ReproOptions.model_fields)
+# The keys users type: the fields' aliases where they have one.
+KEYS: tuple[str, ...] = tuple(field.alias or name
+                              for name, field in ReproOptions.model_fields.items())
 
 
 def _split(value: str) -> list[str]:

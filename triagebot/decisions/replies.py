@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from triagebot.jobs import JobRecord
+from triagebot.jobs.record import JobRecord
 from triagebot.model import Plan, ReproRequest
 from triagebot.report.markdown import code_span, inline
 

@@ -1,4 +1,5 @@
-"""Pure decisions about an event: which commands to run, whether to auto-triage, who may.
+"""Rules every command shares: which commands an event carries, whether auto-triage runs,
+who may start GPU work, which models a repository allows.
 
 The triage worker (`triagebot.workers.triage`) gathers the facts these need (the repo
 config, a permission) and carries out what they decide.
@@ -9,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from triagebot.commands import Command, CommandError, new_commands, parse_comment
-from triagebot.events import Actor, ThreadEvent
 from triagebot.model import Plan
 from triagebot.repo_config import RepoConfig
+from triagebot.web.events import Actor, ThreadEvent
 
 # Collaborator permissions that may start GPU work (maintain reports as write in
 # `permission` and as maintain in `role_name`; both count).

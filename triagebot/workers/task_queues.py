@@ -1,4 +1,4 @@
-"""Task names and queues, shared by the ingress (which only sends) and the workers."""
+"""Celery task names and queue names, shared by the ingress (which only sends) and the workers."""
 
 from __future__ import annotations
 

@@ -1,0 +1,233 @@
+"""Comparisons judged (ratio verdicts, the A/A noise band, interactions) and the spec
+diagnostics across cells: collapse, step cost fits, greedy divergence."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from triagebot.analyze import stats, verdict
+from triagebot.analyze.findings_cells import LOSSY_REJECTION
+from triagebot.analyze.findings_models import (
+    AcceptanceStats,
+    CellFinding,
+    CollapseFlag,
+    ComparisonFinding,
+    DivergenceFinding,
+    InteractionFinding,
+    NoiseBand,
+    RatioExplanation,
+    StepFitFinding,
+)
+from triagebot.analyze.spec import (
+    detect_collapse,
+    detect_divergence,
+    explain_ratio,
+    fit_step_cost,
+    step_cost,
+    step_seconds,
+)
+from triagebot.engines import standins
+from triagebot.model import Cell, Comparison, Plan, RunResult
+
+# --- comparisons ------------------------------------------------------------------------
+
+
+def _samples(ids: Sequence[str], results: Mapping[str, Sequence[RunResult]]) -> list[float]:
+    return [x for cid in ids for x in stats.samples_from(results.get(cid, ()))]
+
+
+def _rounds(ids: Sequence[str], results: Mapping[str, Sequence[RunResult]]) -> list[list[float]]:
+    """tok/s per round of an arm (cells of the arm pooled round by round)."""
+    width = max((len(results.get(cid, ())) for cid in ids), default=0)
+    out: list[list[float]] = [[] for _ in range(width)]
+    for cid in ids:
+        for i, result in enumerate(results.get(cid, ())):
+            out[i].extend(stats.samples_from([result]))
+    return out
+
+
+def _band(plan: Plan, results: Mapping[str, Sequence[RunResult]]) -> NoiseBand:
+    noise = next((c for c in plan.comparisons if c.kind == "noise"), None)
+    if noise is None:
+        return stats.default_band("the plan has no A/A pair")
+    return stats.noise_band(_samples(noise.numerator, results),
+                            _samples(noise.denominator, results))
+
+
+def _main_names(plan: Plan) -> set[str]:
+    ratios = [c for c in plan.comparisons if c.kind == "ratio"]
+    if not ratios:
+        return set()
+    prefix = ratios[0].name.split(" @ ")[0]
+    return {c.name for c in ratios if c.name.split(" @ ")[0] == prefix}
+
+
+def _context(cell: Cell) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in cell.varies.items() if k != "spec"))
+
+
+def _spec_pair(plan: Plan, comp: Comparison) -> tuple[Cell, Cell] | None:
+    """(spec cell, no-spec cell) when the comparison differs only by speculation."""
+    if len(comp.numerator) != 1 or len(comp.denominator) != 1:
+        return None
+    num, den = plan.cell(comp.numerator[0]), plan.cell(comp.denominator[0])
+    if num.spec is None or den.spec is not None or _context(num) != _context(den):
+        return None
+    return num, den
+
+
+def _ratio_finding(
+    plan: Plan,
+    comp: Comparison,
+    results: Mapping[str, Sequence[RunResult]],
+    cells: Mapping[str, CellFinding],
+    main: set[str],
+    margin: float,
+) -> tuple[ComparisonFinding, int]:
+    a, b = _rounds(comp.numerator, results), _rounds(comp.denominator, results)
+    runs = min(sum(map(len, a)), sum(map(len, b)))
+    max_runs = max(plan.budget.max_runs, runs, 1)
+    decision = verdict.next_step(a, b, runs, max_runs, margin=margin, name=comp.name)
+    res = decision.comparison
+    more = decision.more_runs_per_arm if decision.action == "run_more" else 0
+    pair = _spec_pair(plan, comp)
+    ci = (res.ci_low, res.ci_high) if res.ci_low and res.ci_high else None
+    cost = None
+    explanation = None
+    if pair and res.median_a and res.median_b:
+        acc = cells[pair[0].cell_id].acceptance
+        length = acc.mean_acceptance_length if acc else None
+        if length:
+            cost = step_cost(length, res.median_a, res.median_b, ratio_ci=ci)
+    elif res.ratio:
+        explanation = _explain(comp, cells, res.ratio, ci)
+    finding = ComparisonFinding(
+        name=comp.name,
+        kind="ratio",
+        question=comp.question,
+        numerator=list(comp.numerator),
+        denominator=list(comp.denominator),
+        main=comp.name in main,
+        result=res,
+        step_cost=cost,
+        explanation=explanation,
+        next_action=decision.reason,
+    )
+    return finding, more
+
+
+def _explain(comp: Comparison, cells: Mapping[str, CellFinding], ratio: float,
+             ci: tuple[float, float] | None) -> RatioExplanation | None:
+    """The tokens-per-step / step-cost split, for single-cell arms that both have it."""
+    if len(comp.numerator) != 1 or len(comp.denominator) != 1:
+        return None
+    num, den = cells[comp.numerator[0]], cells[comp.denominator[0]]
+    if num.tokens_per_step is None or den.tokens_per_step is None:
+        return None
+    source = num.tokens_per_step_source if num.tokens_per_step_source == \
+        den.tokens_per_step_source else f"{num.tokens_per_step_source} / " \
+        f"{den.tokens_per_step_source}"
+    return explain_ratio(ratio, ci, num.tokens_per_step, den.tokens_per_step,
+                         source=source or "")
+
+
+def _noise_finding(
+    comp: Comparison, results: Mapping[str, Sequence[RunResult]], margin: float
+) -> ComparisonFinding:
+    a, b = _rounds(comp.numerator, results), _rounds(comp.denominator, results)
+    res = verdict.compare(a, b, margin=margin, name=comp.name)
+    return ComparisonFinding(
+        name=comp.name,
+        kind="noise",
+        question=comp.question,
+        numerator=list(comp.numerator),
+        denominator=list(comp.denominator),
+        result=res,
+        next_action="measures the runner's noise and drift between two runs of one cell",
+    )
+
+
+def _interaction(
+    comp: Comparison, by_name: Mapping[str, Comparison],
+    results: Mapping[str, Sequence[RunResult]], band: NoiseBand,
+) -> InteractionFinding | None:
+    if len(comp.of) != 2 or any(name not in by_name for name in comp.of):
+        return None
+    top, bottom = by_name[comp.of[0]], by_name[comp.of[1]]
+    res = stats.interaction(
+        _samples(top.numerator, results), _samples(top.denominator, results),
+        _samples(bottom.numerator, results), _samples(bottom.denominator, results),
+        band, name=comp.name,
+    )
+    return InteractionFinding(name=comp.name, question=comp.question, of=list(comp.of),
+                              result=res)
+
+
+# --- spec diagnostics -------------------------------------------------------------------
+
+
+def random_drafter(cell: Cell) -> bool:
+    """A drafter whose acceptance is ~0 by construction (a random stand-in head)."""
+    return cell.spec is not None and standins.is_untrained_head(cell.spec.draft_model)
+
+
+def _collapse(plan: Plan, cells: Mapping[str, CellFinding]) -> list[CollapseFlag]:
+    """Collapse flags among spec cells that should accept alike (same model, drafter, k,
+    rejection method and temperature); a lone spec cell is judged on its length only."""
+    groups: dict[tuple[Any, ...], dict[str, AcceptanceStats]] = {}
+    for cell in plan.cells:
+        found = cells[cell.cell_id]
+        if cell.spec is None or found.acceptance is None or random_drafter(cell):
+            continue
+        key = (cell.model, cell.spec.method, cell.spec.num_speculative_tokens,
+               cell.spec.draft_model, cell.spec.rejection_sample_method,
+               cell.sampling.temperature)
+        groups.setdefault(key, {})[cell.label] = found.acceptance
+    return [flag for arms in groups.values() for flag in detect_collapse(arms)]
+
+
+def _step_fits(plan: Plan, cells: Mapping[str, CellFinding]) -> list[StepFitFinding]:
+    groups: dict[tuple[Any, ...], list[Cell]] = {}
+    for cell in plan.cells:
+        if cell.spec is not None and cell.replica == 0:
+            groups.setdefault((_context(cell), cell.spec.method), []).append(cell)
+    out: list[StepFitFinding] = []
+    for (context, method), members in groups.items():
+        if len({c.spec.num_speculative_tokens for c in members if c.spec}) < 2:
+            continue
+        points = []
+        for c in members:
+            found = cells[c.cell_id]
+            length = found.acceptance.mean_acceptance_length if found.acceptance else None
+            if length and found.throughput.median and c.spec:
+                points.append((c.spec.num_speculative_tokens,
+                               step_seconds(length, found.throughput.median)))
+        base = next((cells[c.cell_id].throughput.median for c in plan.cells
+                     if c.spec is None and c.replica == 0 and _context(c) == context), None)
+        fit = fit_step_cost(points, 1.0 / base if base else None)
+        out.append(StepFitFinding(context=_context_text(context), method=method,
+                                  cells=[c.cell_id for c in members], fit=fit))
+    return out
+
+
+def _context_text(context: Sequence[tuple[str, str]]) -> str:
+    return " ".join(v for _, v in context) or "all cells"
+
+
+def _divergence(plan: Plan, cells: Mapping[str, CellFinding]) -> list[DivergenceFinding]:
+    groups: dict[tuple[Any, ...], list[Cell]] = {}
+    for cell in plan.cells:
+        groups.setdefault(_context(cell), []).append(cell)
+    out: list[DivergenceFinding] = []
+    for context, members in groups.items():
+        if not any(c.spec for c in members) or not any(c.spec is None for c in members):
+            continue
+        lossless = all(c.sampling.temperature == 0 for c in members) and not any(
+            c.spec and c.spec.rejection_sample_method in LOSSY_REJECTION for c in members)
+        digests = {c.label: cells[c.cell_id].outputs_digest for c in members
+                   if cells[c.cell_id].status == "ok"}
+        res = detect_divergence(digests, lossless=lossless)
+        out.append(DivergenceFinding(context=_context_text(context),
+                                     cells=[c.cell_id for c in members], result=res))
+    return out

@@ -1,0 +1,26 @@
+"""The `triagebot` command line: the same core the GitHub App runs, on one machine.
+
+`base` holds the Typer app and what every command shares; each other module adds its
+commands to it when imported, in the order `triagebot --help` lists them. `views` draws
+the Rich tables and progress the commands print.
+"""
+
+from triagebot.cli import bisecting, engines, planning, running, service
+from triagebot.cli.base import (
+    EXIT_INCONCLUSIVE,
+    EXIT_NOT_REPRODUCED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_REPRODUCED,
+    EXIT_RUN_ERROR,
+    EXIT_USAGE,
+    app,
+)
+from triagebot.cli.planning import PARSE_HELP
+
+# The modules above register their commands on `app` as they are imported.
+COMMAND_MODULES = (planning, running, bisecting, service, engines)
+
+__all__ = ["COMMAND_MODULES", "EXIT_INCONCLUSIVE", "EXIT_NOT_REPRODUCED", "EXIT_OK",
+           "EXIT_REFUSED", "EXIT_REPRODUCED", "EXIT_RUN_ERROR", "EXIT_USAGE", "PARSE_HELP",
+           "app"]

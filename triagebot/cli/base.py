@@ -1,0 +1,154 @@
+"""The Typer app, exit codes, options and input reading every command shares."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from triagebot import __version__
+from triagebot.model import Budget, Plan, PlanPolicy
+
+app = typer.Typer(
+    name="triagebot",
+    help="Turn a speculative-decoding or CUDA-graph performance report into a measured "
+    "answer: parse it, plan the runs that answer it, run them, report.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Exit codes shared by every command.
+EXIT_OK = 0
+EXIT_USAGE = 2  # unreadable input, bad overrides
+EXIT_REFUSED = 3  # the input is fine but cannot be planned or rendered as asked
+EXIT_REPRODUCED = 0
+EXIT_NOT_REPRODUCED = 1
+EXIT_INCONCLUSIVE = 4
+EXIT_RUN_ERROR = 5
+OUTCOME_EXIT = {"reproduced": EXIT_REPRODUCED, "not_reproduced": EXIT_NOT_REPRODUCED,
+                "inconclusive": EXIT_INCONCLUSIVE, "error": EXIT_RUN_ERROR}
+
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"triagebot {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """triagebot: reproduce spec-decode and CUDA-graph performance reports."""
+
+
+# An issue or PR page: `triagebot repro https://github.com/OWNER/REPO/issues/N` reads the
+# thread through the API (github_api_url in the settings, so GitHub Enterprise works too).
+_THREAD_URL = re.compile(
+    r"^https?://[A-Za-z0-9.:-]+/([A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100})/"
+    r"(?:issues|pull)/([0-9]{1,9})/?(?:#.*)?$")
+
+
+def read_report(path: str, title: str | None,
+                repo: str | None) -> tuple[bytes, str | None, str | None]:
+    """The report's bytes, title and repo from a file, stdin or an issue/PR URL."""
+    match = _THREAD_URL.match(path)
+    if match is None:
+        return read_input(path), title, repo
+    from triagebot.github.client import GitHubClient
+    from triagebot.github.errors import GitHubError
+    from triagebot.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+        client = GitHubClient.with_token(settings, settings.github_token.get_secret_value()
+                                         if settings.github_token else None)
+        thread = client.read_thread(match[1], int(match[2]))
+    except (GitHubError, SettingsError) as exc:
+        raise fail(EXIT_USAGE, f"cannot read {path}: {exc}") from None
+    return thread.body.encode(), title or thread.title, repo or match[1]
+
+
+def read_input(path: str) -> bytes:
+    """The report's bytes from a file or `-` (stdin); a clear error and exit 2 otherwise."""
+    err = Console(stderr=True)
+    if path == "-":
+        return sys.stdin.buffer.read()
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise IsADirectoryError(f"{path} is a directory")
+        return p.read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        err.print(f"[red]error:[/red] cannot read {path!r}: {reason}")
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+
+
+
+OverridesArg = Annotated[list[str] | None, typer.Argument(
+    help="key=value overrides, as in `@triagebot repro`: engine=, version=, model=, draft=, "
+         "spec=mtp:1,none, k=1,2, modes=eager,graph, workload=, runs=, warmups=, gpu=, tp=, "
+         "temperature=, max_tokens=, concurrency=, prompts=.")]
+TitleOpt = Annotated[str | None, typer.Option("--title", help="The issue or PR title.")]
+RepoOpt = Annotated[str | None, typer.Option("--repo", help="OWNER/NAME of the thread.")]
+EngineOpt = Annotated[str | None, typer.Option("--engine", help="Same as engine=.")]
+RunsOpt = Annotated[int | None, typer.Option("--runs", help="Same as runs=.")]
+RunnerOpt = Annotated[str | None, typer.Option(
+    "--runner", help="Runner kind, same as gpu=: `cpu` runs vLLM's CPU build on stand-in "
+                     "models built locally.")]
+TrustOpt = Annotated[list[str] | None, typer.Option(
+    "--trust-remote-code", help="Allow this model id (or id@revision) to run its own code; "
+    "repeatable. Nothing else gets trust_remote_code.")]
+
+
+def fail(code: int, message: str) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}")
+    return typer.Exit(code)
+
+
+def load_plan(path: str, title: str | None, repo: str | None, overrides: list[str] | None,
+              engine: str | None = None, runs: int | None = None,
+              trust: list[str] | None = None, runner: str | None = None) -> Plan:
+    data, title, repo = read_report(path, title, repo)
+    return load_plan_from(data, title, repo, overrides, engine, runs, trust, runner=runner)
+
+
+def load_plan_from(data: bytes, title: str | None, repo: str | None,
+                   overrides: list[str] | None, engine: str | None = None,
+                   runs: int | None = None, trust: list[str] | None = None,
+                   max_runs: int | None = None, runner: str | None = None) -> Plan:
+    """Parse and plan, turning every refusal into a message and an exit code."""
+    from triagebot.errors import PlanRejected
+    from triagebot.overrides import OptionsError, parse_overrides
+    from triagebot.parse import parse_report
+    from triagebot.plan import build_plan
+
+    words = list(overrides or [])
+    words += [f"engine={engine}"] if engine else []
+    words += [f"runs={runs}"] if runs is not None else []
+    words += [f"gpu={runner}"] if runner else []
+    try:
+        options = parse_overrides(words)
+    except OptionsError as exc:
+        raise fail(EXIT_USAGE, str(exc)) from None
+    request = parse_report(data, title=title, repo=repo)
+    budget = Budget()
+    if max_runs is not None:
+        budget = budget.model_copy(update={"max_runs": max_runs})
+    try:
+        return build_plan(request, options, budget=budget,
+                          policy=PlanPolicy(trust_remote_code=trust or []))
+    except PlanRejected as exc:
+        raise fail(EXIT_REFUSED, f"cannot plan this report: {exc}") from None
+

@@ -1,0 +1,151 @@
+"""`triagebot repro` and `report`: run a plan on this machine, and re-render its report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from triagebot.cli.base import (
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    OUTCOME_EXIT,
+    EngineOpt,
+    OverridesArg,
+    RepoOpt,
+    RunnerOpt,
+    RunsOpt,
+    TitleOpt,
+    TrustOpt,
+    app,
+    fail,
+    load_plan_from,
+    read_report,
+)
+from triagebot.model import Plan
+
+
+@app.command()
+def repro(
+    path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
+    overrides: OverridesArg = None,
+    title: TitleOpt = None,
+    repo: RepoOpt = None,
+    engine: EngineOpt = None,
+    runs: RunsOpt = None,
+    trust: TrustOpt = None,
+    runner: RunnerOpt = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Where plan.json, scripts, results, logs and report.md go "
+                      "(default: ./triagebot-out/<plan hash>).")] = None,
+    provision_envs: Annotated[bool, typer.Option(
+        "--provision/--local", help="Build a virtualenv per engine version in the cache, or "
+                                    "use this interpreter (default).")] = False,
+    cache: Annotated[Path | None, typer.Option(help="Virtualenv cache directory.")] = None,
+    max_runs: Annotated[int | None, typer.Option(
+        "--max-runs", min=1, max=200, help="Most runs per cell when escalating UNKNOWN "
+                                           "verdicts (default 20).")] = None,
+) -> None:
+    """Parse, plan, run every cell here, analyse and print the report.
+
+    Exit code: 0 reproduced, 1 not reproduced, 4 inconclusive, 5 the runs failed,
+    2 bad input, 3 the plan was refused.
+    """
+    from triagebot.parse import parse_report
+    from triagebot.render import RenderError, render_plan
+    from triagebot.report import render_report
+    from triagebot.run.orchestrate import DEFAULT_CACHE, RunSettings, execute
+
+    data, title, repo = read_report(path, title, repo)
+    plan_ = load_plan_from(data, title, repo, overrides, engine, runs, trust, max_runs,
+                           runner=runner)
+    try:
+        scripts = render_plan(plan_)
+    except RenderError as exc:
+        raise fail(EXIT_REFUSED, str(exc)) from None
+    folder = out or Path("triagebot-out") / plan_.plan_hash
+    settings = RunSettings(out_dir=folder, cache_dir=cache or DEFAULT_CACHE,
+                           local=not provision_envs)
+    request = parse_report(data, title=title, repo=repo)
+    from triagebot.cli.views import ProgressView
+
+    with ProgressView(Console(stderr=True), plan_) as view:
+        execution = execute(plan_, scripts, request, settings, view.update)
+    command = " ".join(["triagebot repro", _shell_word(path), *map(_shell_word,
+                        _override_words(overrides, engine, runs, runner))])
+    report = render_report(plan_, execution.findings, scripts=scripts, command=command)
+    (folder / "report.md").write_text(report)
+    sys.stdout.write(report + ("" if report.endswith("\n") else "\n"))
+    Console(stderr=True).print(f"wrote {escape(str(folder))}/report.md")
+    raise typer.Exit(OUTCOME_EXIT[execution.findings.outcome])
+
+
+@app.command()
+def report(
+    folder: Annotated[Path, typer.Argument(help="A `triagebot repro` output directory.")],
+) -> None:
+    """Re-render report.md from the plan, results and logs a repro left in FOLDER."""
+    from pydantic import ValidationError
+
+    from triagebot.analyze.findings import analyze
+    from triagebot.model import ReproRequest
+    from triagebot.render import RenderedScript
+    from triagebot.report import render_report
+    from triagebot.run.orchestrate import load_results
+
+    try:
+        plan_ = Plan.model_validate_json((folder / "plan.json").read_text())
+        request_path = folder / "request.json"
+        request = (ReproRequest.model_validate_json(request_path.read_text())
+                   if request_path.exists() else None)
+        results = load_results(folder)
+    except (OSError, ValidationError) as exc:
+        raise fail(EXIT_USAGE, f"{folder} is not a readable repro folder: {exc}") from None
+    logs = {p.name.split("-r")[0]: p.read_text(errors="replace")
+            for p in sorted((folder / "logs").glob("c*-r*.log"))}
+    findings = analyze(plan_, {c.cell_id: results.get(c.cell_id, []) for c in plan_.cells},
+                       request=request, logs=logs, margin=_previous_margin(folder))
+    scripts = [RenderedScript(cell_id=p.stem if p.suffix == ".py" else None, filename=p.name,
+                              language="python" if p.suffix == ".py" else "bash",
+                              text=p.read_text())
+               for p in sorted((folder / "scripts").glob("*")) if p.is_file()]
+    text = render_report(plan_, findings, scripts=scripts,
+                         command=f"triagebot report {_shell_word(str(folder))}")
+    (folder / "report.md").write_text(text)
+    sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+    raise typer.Exit(OUTCOME_EXIT[findings.outcome])
+
+
+def _previous_margin(folder: Path) -> float:
+    """The margin the repro was judged with (its findings.json), so a re-render agrees."""
+    from pydantic import ValidationError
+
+    from triagebot.analyze.findings_models import Findings
+    from triagebot.analyze.verdict import DEFAULT_MARGIN
+
+    try:
+        return Findings.model_validate_json((folder / "findings.json").read_text()).margin
+    except (OSError, ValidationError):
+        return DEFAULT_MARGIN
+
+
+def _shell_word(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def _override_words(overrides: list[str] | None, engine: str | None,
+                    runs: int | None, runner: str | None = None) -> list[str]:
+    words = list(overrides or [])
+    if engine:
+        words.append(f"--engine={engine}")
+    if runner:
+        words.append(f"--runner={runner}")
+    if runs is not None:
+        words.append(f"--runs={runs}")
+    return words

@@ -1,0 +1,91 @@
+"""Job records in Redis: the state machine's moves, locks with heartbeats, stored results.
+
+The record itself and its states are in `triagebot.jobs.record`. Only one job per
+(thread, plan) is active at a time, and every move is checked here, atomically, so two
+workers cannot both finish a job. A worker holds the job's lock while it runs it; the lock
+carries a fencing token, results are written only under the current token, and a
+heartbeat keeps it alive. `store_records` holds the records, `store_runs` what a worker
+does with a job it runs; `JobStore` below adds the counters the service reports.
+
+Every key lives under the settings' namespace and has a TTL: nothing grows without bound.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+from triagebot.jobs.store_records import _beat, connect, text_of, utc_day
+from triagebot.jobs.store_runs import _RunStore
+
+__all__ = ["CELL_BUCKETS", "JobStore", "connect", "text_of", "utc_day"]
+
+# Buckets of the cell-duration histogram, in seconds.
+CELL_BUCKETS: tuple[float, ...] = (5, 15, 30, 60, 120, 300, 600, 1200, 2400, 3600)
+
+
+class JobStore(_RunStore):
+    """Job records, locks and results, and the counters the service reports, in Redis."""
+
+    # --- budgets ---------------------------------------------------------------------------
+    def add_gpu_seconds(self, repo: str, seconds: float, day: str | None = None) -> float:
+        """Add to the repo's GPU time today (UTC); returns the day's total in seconds."""
+        key = self._k("gpu-seconds", repo.lower(), day or utc_day())
+        total = float(self.redis.incrbyfloat(key, seconds))
+        self.redis.expire(key, 3 * 24 * 3600)
+        return total
+
+    def gpu_seconds_today(self, repo: str, day: str | None = None) -> float:
+        raw = self.redis.get(self._k("gpu-seconds", repo.lower(), day or utc_day()))
+        return float(raw) if raw is not None else 0.0
+
+    # --- what /metrics and /readyz read ------------------------------------------------------
+    def worker_alive(self, name: str, ttl_s: int, queues: Sequence[str] = ()) -> None:
+        """A worker's heartbeat, with the queues it consumes (so readiness is per kind)."""
+        value = json.dumps({"at": time.time(), "queues": list(queues)})
+        self.redis.set(self._k("worker", name), value, ex=ttl_s)
+
+    def worker_beats(self) -> dict[str, tuple[float, list[str]]]:
+        """Live workers: the age of their last heartbeat in seconds, and their queues."""
+        now = time.time()
+        out: dict[str, tuple[float, list[str]]] = {}
+        for key in self.redis.scan_iter(match=self._k("worker", "*"), count=200):
+            beat = _beat(self.redis.get(key))
+            if beat is not None:
+                out[text_of(key).rsplit(":", 1)[-1]] = (max(0.0, now - beat[0]), beat[1])
+        return out
+
+    def workers(self) -> dict[str, float]:
+        """Live workers and the age of their last heartbeat, in seconds."""
+        return {name: age for name, (age, _) in self.worker_beats().items()}
+
+    def live_queues(self, max_age_s: float) -> frozenset[str]:
+        """Queues some worker with a heartbeat younger than `max_age_s` consumes."""
+        return frozenset(q for age, queues in self.worker_beats().values() if age <= max_age_s
+                         for q in queues)
+
+    def live_runner_kinds(self, max_age_s: float) -> frozenset[str]:
+        """Runner kinds (`gpu-<kind>` queues) that a live worker serves."""
+        return frozenset(q.removeprefix("gpu-") for q in self.live_queues(max_age_s)
+                         if q.startswith("gpu-"))
+
+    def observe_cell(self, seconds: float) -> None:
+        key = self._k("metrics", "cell-seconds")
+        bucket = next((str(b) for b in CELL_BUCKETS if seconds <= b), "+Inf")
+        pipe = self.redis.pipeline()
+        pipe.hincrby(key, bucket, 1)
+        pipe.hincrbyfloat(key, "sum", seconds)
+        pipe.hincrby(key, "count", 1)
+        pipe.execute()
+
+    def cell_histogram(self) -> tuple[dict[str, int], float, int]:
+        """Per-bucket (not cumulative) counts, the sum and the count of cell durations."""
+        raw = {text_of(k): text_of(v) for k, v in
+               self.redis.hgetall(self._k("metrics", "cell-seconds")).items()}
+        buckets = {k: int(v) for k, v in raw.items() if k not in ("sum", "count")}
+        return buckets, float(raw.get("sum", 0)), int(raw.get("count", 0))
+
+    def queue_depth(self, queue: str) -> int:
+        # Kombu's Redis transport keeps a queue as a list named after it, under its prefix.
+        return int(self.redis.llen(self.settings.celery_key_prefix + queue))

@@ -1,0 +1,346 @@
+"""What every cell of a plan shares: the engine and version, the budget, the GPU kind, the
+model and speculative settings, sampling and the workload, each default noted with why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from triagebot.engines import SUPPORTED, adapter
+from triagebot.errors import PlanRejected
+from triagebot.model import (
+    Budget,
+    Cell,
+    CellWorkload,
+    ModelId,
+    PlanPolicy,
+    ReproRequest,
+    Sampling,
+    check_inert,
+)
+from triagebot.overrides import ReproOptions
+from triagebot.plan import cpu as C
+from triagebot.plan import defaults as D
+from triagebot.plan.context import PlanContext
+
+_SPEC_KEYS = {"method", "model", "num_speculative_tokens"}
+
+
+# --- engine, version, budget -------------------------------------------------------------
+
+
+def _engine(request: ReproRequest, options: ReproOptions, choices: D.Choices) -> str:
+    if options.engine:
+        return options.engine
+    if request.engine in SUPPORTED:
+        return request.engine
+    if request.engine:
+        raise PlanRejected(f"the report is about {request.engine}, which triagebot cannot "
+                           "run yet; pass engine= to reproduce its question on another "
+                           "engine", field="engine", accepted=list(SUPPORTED))
+    choices.default("engine", "vllm", "the report names no engine")
+    return "vllm"
+
+
+# Symptoms whose question is not "how fast": the plan is the same matrix, read differently.
+_NOT_SPEED = {
+    "crash": "the report is a crash, not a slowdown: the runs are a crash check, and each "
+             "cell's status and log signatures (not its timings) answer it",
+    "accuracy": "the report is about outputs, not speed: greedy cells are compared token "
+                "for token (outputs digest) and timings are secondary",
+}
+
+
+def _note_stand_in_version(engine: str, asked: str | None, version: str | None,
+                           choices: D.Choices) -> None:
+    """Say when the plan runs a release other than the one named (an unknown patch, a
+    dev build, a release older or newer than triagebot's table)."""
+    if not asked or not version:
+        return
+    def plain(v: str) -> str:
+        return v.strip().removeprefix("v").split("+", 1)[0]
+
+    if plain(asked) != plain(version):
+        choices.note(f"triagebot has no release table for {engine} {asked}; the plan runs "
+                     f"{version}, the nearest release it knows, so the reporter's exact "
+                     "build is not what runs")
+
+
+def _budget(budget: Budget, options: ReproOptions) -> Budget:
+    update: dict[str, int] = {}
+    if options.runs is not None:
+        if options.runs > budget.max_runs:
+            raise PlanRejected(f"runs={options.runs} is more than the budget's "
+                               f"{budget.max_runs} runs per cell", field="runs")
+        update["runs"] = options.runs
+    if options.warmups is not None:
+        update["warmups"] = options.warmups
+    return budget.model_copy(update=update)
+
+
+def _check_cells(cells: list[Cell], budget: Budget) -> None:
+    if len(cells) > budget.max_cells:
+        raise PlanRejected(
+            f"the plan needs {len(cells)} cells (including the A/A duplicate) but the "
+            f"budget allows {budget.max_cells}; narrow it with spec=, k= or modes=",
+            field="budget")
+
+
+def _gpu_kind(request: ReproRequest, options: ReproOptions, engine: str,
+              choices: D.Choices) -> str:
+    if options.gpu:
+        return options.gpu
+    if engine == "transformers":
+        return "cpu"
+    if engine == "vllm-mlx":
+        return "apple-silicon"
+    kind = D.gpu_kind(request.gpu)
+    if kind:
+        return kind
+    why = (f"no runner kind is known for {request.gpu!r}" if request.gpu
+           else "the report names no GPU")
+    choices.default("gpu", D.GPU_KIND, why)
+    return D.GPU_KIND
+
+
+# --- the fields every cell shares ---------------------------------------------------------
+
+
+def _model_id(value: str, field: str) -> str:
+    try:
+        return TypeAdapter(ModelId).validate_python(value)
+    except ValidationError:
+        raise PlanRejected(f"{field} {value[:60]!r} is not a model id triagebot will run "
+                           "(letters, digits, '.', '_', '-' and one '/', or an absolute path)",
+                           field=field) from None
+
+
+def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
+                 version: str | None, choices: D.Choices, *, policy: PlanPolicy,
+                 standin: bool = False) -> tuple[dict[str, Any], PlanContext]:
+    reported_model = request.models[0] if request.models else None
+    draft = options.draft or (request.draft_models[0] if request.draft_models else None)
+    if engine == "transformers" and not options.model:
+        model: str | None = D.REFERENCE_MODEL
+        draft = D.REFERENCE_DRAFT
+        if reported_model:
+            choices.note(f"the reference engine runs a tiny random Llama built from a "
+                         f"config in place of {reported_model}; its numbers answer the "
+                         "same question on a stand-in, not on the reported model")
+    else:
+        model = options.model or reported_model
+    if model is None and not standin:
+        raise PlanRejected("the report names no model; pass model=ORG/NAME", field="model")
+    # Checked here, in the order the fields were always checked, so that the first error
+    # a bad report meets stays the same.
+    model_id = _model_id(model, "model") if model else None
+    draft_id = _model_id(draft, "draft") if draft else None
+    base: dict[str, Any] = {
+        "engine": engine,
+        "version": version,
+        # A stand-in replaces the model on the cpu runner (_cpu_fields).
+        "model": model_id,
+        "tensor_parallel_size": options.tp or request.tensor_parallel_size or 1,
+        "data_parallel_size": request.data_parallel_size or 1,
+        "expert_parallel": bool(request.expert_parallel),
+        "sampling": _sampling(request, options, choices),
+        "workload": _workload(request, options, engine, version, choices),
+        "env": {},
+    }
+    if request.engine in (None, engine):
+        # The reporter's environment belongs to the engine it ran; model_runner carries
+        # the V2 switch, which the engine module writes for the target release.
+        base["env"] = {k: v for k, v in request.env_vars.items()
+                       if k != "VLLM_USE_V2_MODEL_RUNNER"}
+    elif request.env_vars:
+        choices.note(f"the report's {request.engine} environment variables "
+                     f"({', '.join(sorted(request.env_vars))}) do not apply to {engine}")
+    if request.model_runner and engine == "vllm":
+        base["model_runner"] = request.model_runner
+    if request.enforce_eager is not None:
+        base["enforce_eager"] = request.enforce_eager
+    if request.cudagraph_mode and engine == "vllm":
+        base["cudagraph_mode"] = request.cudagraph_mode.upper()
+    base["compilation_config"] = _inert(
+        {k: v for k, v in (request.compilation_config or {}).items()
+         if k not in ("cudagraph_mode", "cudagraph_mm_encoder")}, "compilation_config")
+    context = PlanContext(
+        policy=policy,
+        draft=draft_id,
+        extra_spec=_inert({k: v for k, v in (request.speculative_config or {}).items()
+                           if k not in _SPEC_KEYS}, "speculative_config"),
+        stands_in_for=reported_model if model != reported_model else None,
+    )
+    if engine == "transformers":
+        _reference_scale(base, choices)
+    return base, context
+
+
+def _wants_spec(request: ReproRequest, options: ReproOptions) -> bool:
+    if options.spec:
+        return any(c.method is not None for c in options.spec)
+    return request.spec_method is not None or bool(options.num_speculative_tokens)
+
+
+def _cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any],
+                context: PlanContext, choices: D.Choices) -> None:
+    """Stand-in models, a CPU-sized workload and what a GPU run would have set, for
+    vLLM's CPU build."""
+    reported = request.models[0] if request.models else None
+    if options.model:
+        raise PlanRejected("the cpu runner runs stand-in models built locally; model= "
+                           "cannot name another", field="model")
+    # spec= may ask for a method the report did not use (mtp needs the MiMo stand-in).
+    asked = [c.method for c in options.spec or () if c.method is not None]
+    method = next((m for m in asked if m.endswith("mtp")), asked[0] if asked else None)
+    target, draft, family = C.standin_models(reported, method or request.spec_method,
+                                             choices)
+    base["model"] = target
+    context.draft = target if options.draft == "target" else draft
+    context.stands_in_for = reported
+    context.cpu_family = family
+    base["workload"], base["sampling"] = C.scale(base["workload"], base["sampling"],
+                                                 choices)
+    dropped = {
+        "tensor_parallel_size": base["tensor_parallel_size"] > 1,
+        "data_parallel_size": base["data_parallel_size"] > 1,
+        "expert_parallel": base["expert_parallel"],
+        "model_runner": "model_runner" in base,
+        "cudagraph_mode": "cudagraph_mode" in base,
+        "compilation_config": bool(base["compilation_config"]),
+        "speculative_config extras": bool(context.extra_spec),
+        "env": bool(base["env"]),
+    }
+    for field, was_set in dropped.items():
+        if was_set:
+            choices.note(f"the report's {field} is not used on the cpu runner: "
+                         f"{C.WHY_NOT.get(field, 'it describes a GPU run')}")
+    if options.tp and options.tp > 1:
+        raise PlanRejected("the cpu runner runs one process: tp>1 needs a GPU runner",
+                           field="tp", accepted=["1"])
+    base.update(tensor_parallel_size=1, data_parallel_size=1, expert_parallel=False,
+                compilation_config={}, env={})
+    context.extra_spec = {}
+    base.pop("model_runner", None)
+    base.pop("cudagraph_mode", None)
+
+
+def _note_remote_code(request: ReproRequest, cells: list[Cell], choices: D.Choices) -> None:
+    """Say which models run their own code, and how to allow it where the report used it."""
+    asked = any(arm.settings.get("trust_remote_code") for arm in request.arms)
+    for model in dict.fromkeys(c.model for c in cells):
+        if any(c.trust_remote_code for c in cells if c.model == model):
+            choices.note(f"trust_remote_code is on for {model}: it is on the allowlist")
+        elif asked:
+            choices.note(f"the report ran with trust_remote_code; it stays off for {model}, "
+                         "which is not on the trust_remote_code allowlist")
+
+
+def _inert(cfg: dict[str, Any], field: str) -> dict[str, Any]:
+    try:
+        out: dict[str, Any] = check_inert(cfg, field)
+    except ValueError as exc:
+        raise PlanRejected(f"the report's {exc}", field=field) from None
+    return out
+
+
+def _sampling(request: ReproRequest, options: ReproOptions, choices: D.Choices) -> Sampling:
+    temperature = options.temperature if options.temperature is not None else \
+        request.temperature
+    if temperature is None:
+        temperature = D.TEMPERATURE[0]
+        choices.default("temperature", temperature, D.TEMPERATURE[1])
+    max_tokens = options.max_tokens or request.max_tokens or request.workload.output_len
+    if max_tokens is None:
+        max_tokens = D.MAX_TOKENS[0]
+        choices.default("max_tokens", max_tokens, D.MAX_TOKENS[1])
+    ignore_eos = request.workload.ignore_eos
+    if ignore_eos is None:
+        ignore_eos = D.IGNORE_EOS[0]
+        choices.default("ignore_eos", ignore_eos, D.IGNORE_EOS[1])
+    return Sampling(temperature=temperature, top_p=request.top_p or 1.0,
+                    max_tokens=max_tokens, ignore_eos=ignore_eos)
+
+
+def _workload(request: ReproRequest, options: ReproOptions, engine: str,
+              version: str | None, choices: D.Choices) -> CellWorkload:
+    offered = adapter(engine).TEMPLATES
+    kind = options.workload or _reported_kind(request)
+    if kind is None:
+        kind = "offline" if "offline" in offered else next(iter(offered))
+        choices.default("workload", kind, "the report does not say how it ran")
+    if kind == "mm_processor" and engine == "vllm" and version:
+        from triagebot.engines import vllm_catalog
+
+        if not vllm_catalog.has_mm_processor_bench(version):
+            choices.note(f"vLLM {version} has no `vllm bench mm-processor`; the encoder "
+                         "is measured through the offline API instead")
+            kind = "offline"
+    if kind not in offered:
+        if options.workload:
+            raise PlanRejected(f"{engine} has no {kind} workload", field="workload",
+                               accepted=list(offered))
+        fallback = "offline" if "offline" in offered else next(iter(offered))
+        choices.note(f"{engine} cannot run the report's {kind} workload; using {fallback}")
+        kind = fallback
+    dataset = request.workload.dataset
+    if dataset and dataset not in ("random", "random-mm"):
+        choices.note(f"the report ran dataset {dataset}; the plan sends built-in prompts, "
+                     "so acceptance can differ from the reporter's")
+    modality = request.modality or "text"
+    if engine == "transformers" and modality != "text":
+        choices.note(f"the reference engine runs text only; the report's {modality} "
+                     "inputs are not reproduced")
+        modality = "text"
+    num_prompts = options.prompts or request.workload.num_prompts
+    if num_prompts is None:
+        num_prompts = D.NUM_PROMPTS[kind]
+        choices.default("num_prompts", num_prompts, D.NUM_PROMPTS_WHY[kind])
+    input_len = request.workload.input_len
+    if input_len is None:
+        input_len = D.INPUT_LEN[kind]
+        choices.default("input_len", input_len, "the report does not give prompt lengths")
+    concurrency = options.concurrency or request.concurrency
+    if concurrency is None and kind == "serve":
+        concurrency = D.SERVE_CONCURRENCY
+        choices.default("concurrency", concurrency, "the report does not give a "
+                        "concurrency for its server")
+    return CellWorkload(
+        kind=kind,
+        api=request.workload.api or "generate",
+        dataset="random-mm" if modality != "text" else "random",
+        num_prompts=num_prompts,
+        input_len=input_len,
+        concurrency=concurrency,
+        modality=modality,
+        images_per_prompt=request.workload.image_inputs or (1 if modality == "image" else 0),
+        videos_per_prompt=request.workload.video_inputs or (1 if modality == "video" else 0),
+    )
+
+
+def _reported_kind(request: ReproRequest) -> str | None:
+    kind = request.workload.kind
+    return "offline" if kind in ("latency", "throughput") else kind
+
+
+def _reference_scale(base: dict[str, Any], choices: D.Choices) -> None:
+    """Shrink the workload to what the tiny reference model needs, and say so."""
+    caps = D.REFERENCE_CAPS
+    w: CellWorkload = base["workload"]
+    s: Sampling = base["sampling"]
+    # Every run generates for the same few prompts: enough tokens per run to average out
+    # a CPU's jitter, few enough that a plan takes minutes.
+    update_w: dict[str, object] = {"num_prompts": caps["num_prompts"]}
+    if w.input_len > caps["input_len"]:
+        update_w["input_len"] = caps["input_len"]
+    if w.api == "chat":
+        update_w["api"] = "generate"
+        choices.note("the reference engine feeds token ids, not chat messages")
+    if update_w:
+        base["workload"] = w.model_copy(update=update_w)
+    if s.max_tokens > caps["max_tokens"]:
+        base["sampling"] = s.model_copy(update={"max_tokens": caps["max_tokens"]})
+    choices.note(f"the reference engine runs {caps['num_prompts']} prompts per run, of at "
+                 f"most {caps['input_len']} tokens, and at most {caps['max_tokens']} new "
+                 "tokens, so the whole plan runs in minutes on a CPU")

@@ -1,0 +1,142 @@
+"""The triage executor's work on jobs: starting one (the acknowledgement comment, then the
+GPU task), cancelling, and editing the job's one comment with progress and the report."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from triagebot.decisions import replies as words
+from triagebot.decisions.actions import StartJob
+from triagebot.github.client import GitHubClient
+from triagebot.jobs.record import JobRecord
+from triagebot.workers import task_queues
+from triagebot.workers.triage_facts import _TriageBase
+
+
+class CommentBusy(Exception):
+    """Another task is editing this job's comment; try again in a moment."""
+
+
+class _JobWork(_TriageBase):
+    """Starting and cancelling jobs, and keeping each job's one comment up to date."""
+
+    # --- jobs ----------------------------------------------------------------------------
+    def _start(self, gh: GitHubClient, action: StartJob) -> str | None:
+        """Create the job and acknowledge it; a reply when another job is live, else None."""
+        created = self.store.create(action.record, action.plan, action.request)
+        if created.status == "busy":
+            return words.busy(created.job, self.job_url(created.job))
+        self._acknowledge_and_enqueue(gh, created.job, list(action.notes))
+        return None
+
+    def _acknowledge_and_enqueue(self, gh: GitHubClient, job: JobRecord,
+                                 notes: list[str]) -> None:
+        """Post the job's comment and queue it, once.
+
+        Concurrent deliveries of one comment (GitHub redelivers, edits re-fire) all reach
+        here with the same job: the claim lets one of them post and enqueue, and the others
+        add nothing. A holder that crashed midway leaves the claim to expire and the job
+        not `enqueued`, so a redelivery finishes the step.
+        """
+        if job.state != "queued" or job.enqueued:
+            return
+        with self.store.claimed("acknowledge", job.id) as ours:
+            if not ours:
+                return
+            job = self.store.require(job.id)
+            if job.state != "queued" or job.enqueued:
+                return
+            plan = self.store.plan(job.id)
+            ahead, wait_s = self.store.queue_position(job)
+            body = words.acknowledgement(job, plan, ahead, wait_s, self.job_url(job), notes,
+                                         runner_live=self._runner_live(job.gpu_kind))
+            comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
+                                           job.comment_id)
+            self.store.set(job.id, comment_id=comment_id)
+            self.celery.send_task(task_queues.RUN_JOB, args=[job.id],
+                                  queue=self.settings.queue_for(job.gpu_kind),
+                                  task_id=f"job-{job.id}-{uuid.uuid4().hex[:8]}",
+                                  ignore_result=True)
+            self.store.set(job.id, enqueued=True)
+
+    def _cancel(self, ids: tuple[str, ...], actor: str) -> None:
+        for id_ in ids:
+            record = self.store.request_cancel(id_, actor)
+            if record.state == "cancelled":
+                # Queued: no worker will pick it up, so say so on its comment now.
+                self.celery.send_task(task_queues.PUBLISH, args=[id_],
+                                      queue=task_queues.TRIAGE_QUEUE, ignore_result=True)
+
+    @contextmanager
+    def _comment_lock(self, id_: str) -> Iterator[None]:
+        key = self.settings.key("comment-lock", id_)
+        token = uuid.uuid4().hex
+        if not self.store.redis.set(key, token, nx=True, ex=120):
+            raise CommentBusy(id_)
+        try:
+            yield
+        finally:
+            if self.store.redis.get(key) == token.encode():
+                self.store.redis.delete(key)
+
+    def progress(self, id_: str) -> None:
+        """Edit the job's comment with where it stands, at most once per interval."""
+        job = self.store.get(id_)
+        if job is None or job.terminal or not self._progress_due(job):
+            return
+        with self._comment_lock(id_):
+            job = self.store.get(id_)
+            if job is None or job.terminal or not self._progress_due(job):
+                return
+            gh = self.github(job.installation_id)
+            body = words.progress(job, self.job_url(job))
+            partial = self.store.report(id_) if job.bisect else None
+            if partial:
+                body += "\n\n" + partial  # a bisect shows its steps as they finish
+            comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
+                                           job.comment_id)
+            self.store.set(id_, comment_id=comment_id, progress_posted_at=time.time())
+
+    def _progress_due(self, job: JobRecord) -> bool:
+        last = job.progress_posted_at
+        return last is None or time.time() - last >= self.settings.progress_interval_s
+
+    def publish(self, id_: str) -> None:
+        """The job ended: its comment becomes the report (or says why there is none)."""
+        job = self.store.get(id_)
+        if job is None or not job.terminal or job.published:
+            return
+        with self._comment_lock(id_):
+            job = self.store.get(id_)
+            if job is None or job.published:
+                return
+            gh = self.github(job.installation_id)
+            report = self.store.report(id_)
+            if job.bisect and job.state == "done":
+                from triagebot.bisect.service import report_with_candidates
+
+                report = report_with_candidates(gh, job, self.store) or report
+            body = words.final(job, report, self.job_url(job))
+            comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
+                                           job.comment_id)
+            self.store.set(id_, comment_id=comment_id)
+            # Labels and reactions are idempotent: a retried publish may repeat them.
+            self._outcome_marks(gh, job)
+            self.store.set(id_, published=True)
+
+    def _outcome_marks(self, gh: GitHubClient, job: JobRecord) -> None:
+        config, problems = self._config(gh, job.repo)
+        label = None if problems or job.outcome is None else config.outcome_label(job.outcome)
+        if job.state == "failed" and not problems:
+            label = config.outcome_label("error")
+        if label:
+            gh.add_labels(job.repo, job.number, [label])
+        if job.trigger.startswith("comment-"):
+            # A job that ran but whose outcome is `error` (every run failed) is no success.
+            state = "failed" if job.outcome == "error" else job.state
+            reaction = {"done": "rocket", "failed": "confused"}.get(state)
+            if reaction:
+                gh.react(job.repo, int(job.trigger.removeprefix("comment-")), reaction)
