@@ -26,20 +26,26 @@ from pydantic import BaseModel, ConfigDict
 # Scripts run with the repro's output folder as their working directory; the runner
 # links this folder there, so the ids below open as local paths and never hit a hub.
 ROOT = "triagebot-standins"
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 
 Family = Literal["llama", "qwen2", "mimo"]
 Role = Literal["target", "draft", "eagle", "eagle3"]
 
 
 class Corpus(BaseModel):
-    """A synthetic language: words drawn from a seeded second-order Markov chain."""
+    """A synthetic language: a seeded walk round a ring of made-up words (see
+    `triagebot.run.standins.corpus_lines`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     seed: int = 0
-    words: int = 200
-    successors: int = 4
+    # A greedy lap of the ring takes 36-72 tokens, so a 96-token answer comes back round
+    # and prompt lookup finds matches, though the second lap seldom repeats the first.
+    words: int = 72
+    # Share of steps that walk the ring (the rest jump to a random word), and of those
+    # the share that advance one word rather than two.
+    follow: float = 0.85
+    lead: float = 0.5
     lines: int = 3000
     line_words: int = 48
     vocab_size: int = 1024
