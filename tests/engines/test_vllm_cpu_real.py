@@ -136,15 +136,21 @@ def _acceptance(result: RunResult) -> float:
 def test_the_trained_draft_is_accepted_between_the_extremes(runner: Runner, offline) -> None:
     # Stand-ins that collapse into repeating one word are accepted ~100% by any draft
     # and by prompt lookup, which would hide every acceptance report the runner checks;
-    # untrained ones are accepted ~0%. The trained draft measured 0.5-0.6 (k=3).
+    # an untrained draft is accepted ~0%. The trained draft measured ~0.25-0.3 (k=3).
     plan = _plan("spec=draft_model:3", "modes=eager", "warmups=1")
     cell = next(c for c in plan.cells if not c.replica)
     assert cell.spec is not None and cell.spec.draft_model != cell.model
     _, result = runner.run(plan, cell, runs=1)
     assert result.status == "ok", result.error
     _check_counters(result, 3)
-    assert 0.2 < _acceptance(result) < 0.9, result.spec
+    assert 0.1 < _acceptance(result) < 0.9, result.spec
     assert result.outputs_digest == offline["none"][1].outputs_digest
+
+
+def test_prompt_lookup_finds_matches_that_do_not_always_hold(offline) -> None:
+    # The stand-in's second lap round its ring of words differs from the first here and
+    # there (measured ~0.8); ~1.0 means it loops and every method looks perfect.
+    assert _acceptance(offline["ngram"][1]) < 0.95
 
 
 def test_greedy_outputs_are_the_same_with_and_without_speculation(offline) -> None:

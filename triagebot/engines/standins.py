@@ -8,10 +8,16 @@ model and never a stale cache hit.
 A stand-in keeps the reported model's architecture family where vLLM's CPU build runs
 it (Llama and Qwen2 bodies); a report about MTP gets a MiMo-style model (a Qwen2 body
 with one MTP layer), the MTP architecture the CPU build was seen to run. Target, draft
-and MTP layer are trained briefly on a synthetic corpus so acceptance lands between the
-extremes (random weights make a tiny model repeat itself, and prompt lookup then accepts
-everything); the EAGLE and EAGLE-3 heads keep random weights (acceptance ~0) and prove
-only that the release loads and runs the method.
+and MTP layer are trained briefly on a synthetic language, a walk round a ring of
+made-up words one or two places at a time, so acceptance lands between the extremes:
+a greedy target moves on round the ring instead of repeating one word (what random
+weights, or a Markov chain learned for two minutes, do, and what every draft and prompt
+lookup then accepts), and a separately trained draft or MTP layer breaks the near-tied
+one-or-two-step choice differently from the target on some words. Measured on vLLM
+0.32.0's CPU build, greedy, the 4 template prompts x 96 tokens: trained draft (k=3)
+26 %, MTP (k=1) 53 %, ngram (k=3) 85 % of 81 drafted tokens, `draft=target` 100 %.
+The EAGLE and EAGLE-3 heads keep random weights (acceptance ~0) and prove only that the
+release loads and runs the method.
 """
 
 from __future__ import annotations
