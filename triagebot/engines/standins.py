@@ -49,7 +49,9 @@ class Corpus(BaseModel):
     # and prompt lookup finds matches, though the second lap seldom repeats the first.
     words: int = 72
     # Share of steps that walk the ring (the rest jump to a random word), and of those
-    # the share that advance one word rather than two.
+    # the share that advance one word rather than two. `lead` moves acceptance (vLLM
+    # 0.32.0, trained Llama draft k=3 / ngram k=3): 0.5 gives 26 % / 85 %, 0.55 54 % /
+    # 96 %, 0.6 83 % / 86 %; 0.5 keeps prompt lookup furthest from 100 %.
     follow: float = 0.85
     lead: float = 0.5
     lines: int = 3000
