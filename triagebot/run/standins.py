@@ -99,28 +99,31 @@ def _write(recipe: Recipe, folder: Path, cache_dir: Path) -> None:
 
 
 def corpus_lines(corpus: Corpus) -> list[str]:
-    """Lines of a made-up language whose next word depends on the two before it: learnable
-    in a minute, yet not a single loop that a greedy model (or prompt lookup) repeats."""
+    """Lines of a made-up language that walks a ring of words, one or two steps at a time.
+
+    Each step advances one place (probability `lead` of the advancing steps) or two, and a
+    step is now and then a random word. A greedy model picks, for each word, one of the two
+    near-tied successors and so only moves forward round the ring: it cannot loop before
+    half a lap (`words / 2` tokens), where a Markov chain's greedy path loops within a few
+    words. Which of the two wins is nearly a coin toss decided by training, so a separately
+    trained draft (or MTP layer) disagrees with the target on some words and acceptance
+    lands between the extremes; `lead` moves it.
+    """
     rng = random.Random(corpus.seed)
     letters = "abcdefghijklmnoprstuvwy"
     words = sorted({"".join(rng.choice(letters) for _ in range(rng.randint(2, 7)))
                     for _ in range(corpus.words * 2)})[:corpus.words]
-    table: dict[tuple[int, int], list[int]] = {}
-
-    def nexts(a: int, b: int) -> list[int]:
-        key = (a, b)
-        if key not in table:
-            table[key] = [rng.randrange(len(words)) for _ in range(corpus.successors)]
-        return table[key]
-
-    weights = [0.55, 0.25, 0.12, 0.08][:corpus.successors]
+    rng.shuffle(words)
     lines = []
     for _ in range(corpus.lines):
-        a, b = rng.randrange(len(words)), rng.randrange(len(words))
-        out = [words[a], words[b]]
-        for _ in range(corpus.line_words - 2):
-            a, b = b, rng.choices(nexts(a, b), weights=weights)[0]
-            out.append(words[b])
+        at = rng.randrange(len(words))
+        out = [words[at]]
+        for _ in range(corpus.line_words - 1):
+            if rng.random() < corpus.follow:
+                at = (at + (1 if rng.random() < corpus.lead else 2)) % len(words)
+            else:
+                at = rng.randrange(len(words))
+            out.append(words[at])
         lines.append(" ".join(out))
     return lines
 
@@ -314,7 +317,10 @@ def _write_head(recipe: Recipe, folder: Path) -> None:
     from safetensors.torch import save_file
 
     assert recipe.target is not None
-    h, ffn, vocab = recipe.hidden, recipe.ffn, recipe.corpus.vocab_size
+    cfg = json.loads((folder.parent / recipe.target.folder / "config.json").read_text())
+    # The tokenizer may stop short of `corpus.vocab_size` merges; the target's embedding
+    # is what the head must match.
+    h, ffn, vocab = recipe.hidden, recipe.ffn, int(cfg["vocab_size"])
     head_dim = h // recipe.heads
     kv = recipe.kv_heads * head_dim
     gen = torch.Generator().manual_seed(7)
@@ -330,7 +336,6 @@ def _write_head(recipe: Recipe, folder: Path) -> None:
              "mlp.gate_proj.weight": rand(ffn, h), "mlp.up_proj.weight": rand(ffn, h),
              "mlp.down_proj.weight": rand(h, ffn),
              "post_attention_layernorm.weight": torch.ones(h)}
-    cfg = json.loads((folder.parent / recipe.target.folder / "config.json").read_text())
     target_layers = int(cfg["num_hidden_layers"])
     cfg.update(num_hidden_layers=1, torch_dtype="float32")
     if recipe.role == "eagle":
