@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.commands.test_decisions import commands, facts, thread
-from triagebot.bisect.service import BisectSpec
+from triagebot.bisect.spec import BisectSpec
 from triagebot.decisions import decide
 from triagebot.decisions.actions import Refuse, Reply, StartJob
 

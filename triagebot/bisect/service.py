@@ -15,10 +15,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import redis
-from pydantic import BaseModel, ConfigDict, Field
 
-from triagebot.bisect.ranges import Direction
 from triagebot.bisect.search import Step
+from triagebot.bisect.spec import BisectSpec
 
 if TYPE_CHECKING:
     from triagebot.github.client import GitHubClient
@@ -28,19 +27,6 @@ if TYPE_CHECKING:
 
 # Release tags of the engine's repository (vLLM's and SGLang's both read v0.20.0).
 TAG = "v{version}"
-
-
-class BisectSpec(BaseModel):
-    """What a bisect job asks, fixed when it was created."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    good: str
-    bad: str
-    direction: Direction = "regress"
-    overrides: list[str] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
-    errors: list[str] = Field(default_factory=list)
 
 
 class RedisSteps:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from triagebot.bisect import hints, predicate
 from triagebot.bisect.ranges import BisectError, check_order, version_key
-from triagebot.bisect.service import BisectSpec
+from triagebot.bisect.spec import BisectSpec
 from triagebot.commands import Command
 from triagebot.commands.bisect import BisectWordsError, parse_words
 from triagebot.decisions import replies as words

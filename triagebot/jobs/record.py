@@ -105,7 +105,7 @@ class JobRecord(BaseModel):
     headline: str | None = None
     error: str | None = None
     gpu_seconds: float = 0.0
-    # A bisect job: its range and predicate (triagebot.bisect.service.BisectSpec, JSON).
+    # A bisect job: its range and predicate (triagebot.bisect.spec.BisectSpec, JSON).
     bisect: str | None = None
 
     @property
