@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -141,6 +141,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
     planned = sum(s.runs for s in slots)
     done = 0
     round_index = 0
+    walls: dict[str, float] = {}  # each cell's last start, to price an escalation round
     while slots:
         emit(Event(kind="round", round=round_index, runs_planned=planned, runs_done=done,
                    elapsed_s=time.monotonic() - started))
@@ -162,6 +163,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
             if outcome.killed_by == "cancelled":
                 raise RunCancelled(f"stopped during {slot.cell_id} round {slot.round}")
             outcomes[slot.cell_id].append(outcome)
+            walls[slot.cell_id] = outcome.wall_s
             result = outcome.result
             if result is None:
                 # Kept beside the real ones so `triagebot report` sees the failure too.
@@ -179,7 +181,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                        eta_s=_eta(elapsed, done, planned)))
         round_index = max(s.round for s in slots) + 1
         slots = _escalation(plan, request, results, round_index, settings, started,
-                            previous=slots[-1].cell_id)
+                            previous=slots[-1].cell_id, walls=walls)
         planned += sum(s.runs for s in slots)
     return _finish(plan, request, results, outcomes, env, round_index, out, emit, started,
                    settings.margin)
@@ -208,11 +210,14 @@ def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
 
 def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
                 round_index: int, settings: RunSettings, started: float, *,
-                previous: str | None) -> list[Slot]:
-    """More runs for the cells of UNKNOWN comparisons, within the budget."""
+                previous: str | None, walls: Mapping[str, float]) -> list[Slot]:
+    """More runs for the cells of UNKNOWN comparisons, within the budget: a round is
+    started only when it should end inside the time limit, priced at each cell's last
+    start (engine start-up, not the runs, is most of a start on the cpu runner)."""
     if not settings.escalate:
         return []
-    if time.monotonic() - started > plan.budget.time_limit_s:
+    elapsed = time.monotonic() - started
+    if elapsed > plan.budget.time_limit_s:
         return []
     findings = analyze(plan, results, request=request, margin=settings.margin)
     comparisons = {c.name: c for c in plan.comparisons}
@@ -226,7 +231,10 @@ def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, lis
             room = plan.budget.max_runs - have
             if room > 0:
                 needs[cell_id] = max(needs.get(cell_id, 0), min(more, room))
-    return mirrored_rounds(plan, round_index, needs, previous=previous)
+    slots = mirrored_rounds(plan, round_index, needs, previous=previous)
+    if elapsed + sum(walls.get(s.cell_id, 0.0) for s in slots) > plan.budget.time_limit_s:
+        return []
+    return slots
 
 
 def _finish(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
