@@ -27,6 +27,12 @@ Procedures, each with its own run order:
 * seeds ±2 % / seeds t: the seed reports' protocol (5 runs per arm, A then B): the ratio
   of means beyond ±2 %, or Welch's t at p < 0.05.
 
+Rows marked "band1%" run the new procedure with `[verdict] negligible_pct = 1` (not the
+default): DIFFERENT then means beyond ±1 %, which holds the 'arm' rows to the error budget
+and costs power. The goals section prints, for every goal not met, the arithmetic that
+shows whether any procedure could meet it, and a trade-off over other designs of the
+DIFFERENT boundary (spending shapes, looks every 2 runs, one round per look).
+
 Fixed seeds: the same command prints the same table.
 """
 
@@ -424,9 +430,11 @@ def _found_goal_cv5(sc: Scenario, o: Outcome) -> list[str]:
     return out
 
 
-def tradeoff(pairs: int) -> list[str]:
+def tradeoff(pairs: int, fpr_pairs: int) -> list[str]:
     """The +5 % goals against each other, over designs: spending DIFFERENT's error earlier
-    stops sooner at CV 3 % and leaves less for the last look at CV 5 %."""
+    stops sooner at CV 3 % and leaves less for the last look at CV 5 %. Each design's
+    worst-case FPR (SAME off, steady drift, CV 5 %) and its FPR when every script start
+    adds its own 1 % offset ('process', CV 2 %) are printed beside it."""
     out = []
     single = (6, 8, 10, 12, 14, 16, 20, 24, 30)
     # (name, gamma, looks, one round per look)
@@ -441,8 +449,15 @@ def tradeoff(pairs: int) -> list[str]:
         fast, slow = (simulate_new(Scenario(cv, 0.05, "none", pairs, MASTER_SEED + seed,
                                             gamma=gamma, looks=looks, single_rounds=one))
                       for cv, seed in ((0.03, 101), (0.05, 102)))
+        worst, starts = (simulate_new(Scenario(cv, 0.0, drift, fpr_pairs, MASTER_SEED + seed,
+                                               margin=margin, gamma=gamma, looks=looks,
+                                               single_rounds=one))
+                         for cv, drift, seed, margin in ((0.05, "trend", 104, 0.0),
+                                                         (0.02, "process", 105, 0.03)))
         out.append(f"{name}: CV 3 % mean {fast.runs.mean():.1f} runs/arm, "
-                   f"CV 5 % found {slow.rate_by('DIFFERENT', MAX_RUNS):.1%} by {MAX_RUNS}")
+                   f"CV 5 % found {slow.rate_by('DIFFERENT', MAX_RUNS):.1%} by {MAX_RUNS}; "
+                   f"FPR worst {worst.rate('DIFFERENT'):.2%}, "
+                   f"process {starts.rate('DIFFERENT'):.2%}")
     return out
 
 
@@ -476,10 +491,14 @@ def goals(rows: list[tuple[Scenario, Outcome]], check_pairs: int) -> list[str]:
     out += worst_case_fpr(check_pairs)
     out.append("  +5 % goals against each other (designs of the DIFFERENT boundary; used: "
                f"gamma {verdict.GAMMA_DIFFERENT:+.0f}, looks every 4 as mirrored pairs), "
-               f"{check_pairs // 10} pairs each:")
-    out += [f"{'':<4}{line}" for line in tradeoff(check_pairs // 10)]
+               f"{check_pairs // 10} pairs each, FPRs on {check_pairs // 4}:")
+    out += [f"{'':<4}{line}" for line in tradeoff(check_pairs // 10, check_pairs // 4)]
     out += [f"{'':<4}no design tried gives both mean <= 12 at CV 3 % and >= 80 % at CV 5 %; "
-            "the CV 5 % goal is kept",
+            "the CV 5 % goal is kept.",
+            f"{'':<4}Spending earlier or looking more often also raises the 'process' "
+            "column: an offset of",
+            f"{'':<4}its own per script start, which the model leaves out, inflates |T| at "
+            "every look.",
             "  Offset goal against the CV 5 % goal: the default (no band) keeps CV 5 %; a "
             "repo that",
             "  wants a steady 1 % called SAME sets negligible_pct = 1 (band rows)."]
