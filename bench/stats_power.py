@@ -27,6 +27,12 @@ Procedures, each with its own run order:
 * seeds ±2 % / seeds t: the seed reports' protocol (5 runs per arm, A then B): the ratio
   of means beyond ±2 %, or Welch's t at p < 0.05.
 
+Rows marked "band1%" run the new procedure with `[verdict] negligible_pct = 1` (not the
+default): DIFFERENT then means beyond ±1 %, which holds the 'arm' rows to the error budget
+and costs power. The goals section prints, for every goal not met, the arithmetic that
+shows whether any procedure could meet it, and a trade-off over other designs of the
+DIFFERENT boundary (spending shapes, looks every 2 runs, one round per look).
+
 Fixed seeds: the same command prints the same table.
 """
 
@@ -59,6 +65,8 @@ BASE = math.log(100.0)
 MASTER_SEED = 20240611
 GOAL_FPR = 0.01
 GOAL_SAME = 0.90
+GOAL_FOUND_CV5 = 0.80
+BAND = 0.01  # the negligible band of the "band" rows: the 'arm' rows' offset
 
 
 @dataclass(frozen=True)
@@ -71,12 +79,19 @@ class Scenario:
     dist: str = "lognormal"
     margin: float = verdict.DEFAULT_MARGIN  # 0: SAME can never stop a request
     gamma: float = verdict.GAMMA_DIFFERENT  # the DIFFERENT spending function's shape
+    negligible: float = verdict.DEFAULT_NEGLIGIBLE  # DIFFERENT must clear ±negligible
+    # A design other than the runner's, for the trade-off lines only: the looks, and
+    # whether every look after the first adds a single round (order mirrored from the
+    # round before) instead of a mirrored pair.
+    looks: tuple[int, ...] | None = None
+    single_rounds: bool = False
 
     @property
     def label(self) -> str:
         kind = "A/A" if self.effect == 0 else f"+{self.effect:.0%}"
         dist = " norm" if self.dist == "normal" else ""
-        return f"{kind:>4} CV {self.cv:.0%} {self.drift}{dist}"
+        band = f" band{self.negligible:.0%}" if self.negligible else ""
+        return f"{kind:>4} CV {self.cv:.0%} {self.drift}{dist}{band}"
 
 
 @dataclass
@@ -119,19 +134,20 @@ def _level(sc: Scenario) -> tuple[float, float]:
 # --- the new procedure ------------------------------------------------------------------
 
 
-def _rounds_for(schedule: list[int]) -> list[tuple[int, int]]:
-    """(look index, runs per arm) of every round: each look's new runs in two rounds."""
+def _rounds_for(schedule: list[int], single: bool = False) -> list[tuple[int, int]]:
+    """(look index, runs per arm) of every round: each look's new runs in two rounds, or
+    (`single`) in one round for every look after the first."""
     out: list[tuple[int, int]] = []
     prev = 0
     for k, n in enumerate(schedule):
-        out.extend((k, m) for m in split_runs(n - prev, 2))
+        out.extend((k, m) for m in split_runs(n - prev, 1 if single and k else 2))
         prev = n
     return out
 
 
 def simulate_new(sc: Scenario) -> Outcome:
     rng = np.random.default_rng(sc.seed)
-    schedule = verdict.look_schedule(MAX_RUNS)
+    schedule = list(sc.looks) if sc.looks else verdict.look_schedule(MAX_RUNS)
     dz, sz = verdict.look_bounds(schedule, gamma_different=sc.gamma)
     level_a, level_b = _level(sc)
     log_a: list[np.ndarray] = []
@@ -141,7 +157,7 @@ def simulate_new(sc: Scenario) -> Outcome:
     verdicts = np.full(sc.pairs, "UNKNOWN", dtype=object)
     runs = np.full(sc.pairs, schedule[-1])
     alive = np.ones(sc.pairs, dtype=bool)
-    rounds = _rounds_for(schedule)
+    rounds = _rounds_for(schedule, sc.single_rounds)
     for i, (k, m) in enumerate(rounds):
         # Even rounds draw an order, odd rounds mirror it (the scheduler's ABBA).
         a_first = rng.random(sc.pairs) < 0.5 if i % 2 == 0 else ~a_first
@@ -156,7 +172,7 @@ def simulate_new(sc: Scenario) -> Outcome:
         if i + 1 < len(rounds) and rounds[i + 1][0] == k:
             continue  # the look comes after the second round of its pair
         fit = blocks.fit(log_a, log_b)
-        codes, _, _, _ = verdict.classify(fit, dz[k], sz[k], sc.margin)
+        codes, _, _, _ = verdict.classify(fit, dz[k], sz[k], sc.margin, sc.negligible)
         decided = alive & (codes != verdict.UNKNOWN)
         wrong = decided & (codes == verdict.DIFFERENT) & (fit.theta * sc.effect < 0)
         verdicts[decided & (codes == verdict.SAME)] = "SAME"
@@ -227,6 +243,13 @@ def scenarios(aa_pairs: int, power_pairs: int) -> list[Scenario]:
     out.append(Scenario(0.03, 0.0, "none", aa_pairs, seed, dist="normal"))
     seed += 1
     out.append(Scenario(0.03, 0.05, "none", power_pairs, seed, dist="normal"))
+    # The same procedure with `[verdict] negligible_pct = 1`: DIFFERENT must clear ±1 %.
+    for cv in (0.02, 0.03, 0.05):
+        seed += 1
+        out.append(Scenario(cv, 0.0, "arm", aa_pairs, seed, negligible=BAND))
+    for cv, effect in ((0.02, 0.03), (0.03, 0.05), (0.05, 0.05)):
+        seed += 1
+        out.append(Scenario(cv, effect, "none", power_pairs, seed, negligible=BAND))
     return out
 
 
@@ -279,7 +302,8 @@ def _sigma(cv: float) -> float:
 Z95 = float(norm.isf(0.05))  # one side of SAME's error budget
 
 
-def same_ceiling(cv: float, runs: int, margin: float = verdict.DEFAULT_MARGIN) -> float:
+def same_ceiling(cv: float, runs: int, margin: float = verdict.DEFAULT_MARGIN,
+                 offset: float = 0.0) -> float:
     """The highest rate at which *any* procedure can call an unchanged build SAME by `runs`
     runs per arm while calling SAME at most 5 % of the time when the ratio sits at the
     margin. SAME-by-`runs` is itself a test on the first `runs` runs whose error at the
@@ -287,9 +311,11 @@ def same_ceiling(cv: float, runs: int, margin: float = verdict.DEFAULT_MARGIN) -
     (Neyman-Pearson) is |theta_hat| < m - 1.645·se, se = sigma·sqrt(2/runs), true at a
     ratio of 1 with probability 2·Phi(m/se - 1.645) - 1. Estimating the noise only lowers
     it. Pairing arms within rounds removes what both arms share (round shifts) but not
-    run-to-run noise, which is what the CV here is."""
+    run-to-run noise, which is what the CV here is. With a true `offset` the same region
+    is shifted off centre: Phi((m - d)/se - 1.645) - Phi((-m - d)/se + 1.645)."""
     se = _sigma(cv) * math.sqrt(2.0 / runs)
-    return float(2.0 * norm.cdf(math.log1p(margin) / se - Z95) - 1.0)
+    m, d = math.log1p(margin), math.log1p(offset)
+    return float(max(norm.cdf((m - d) / se - Z95) - norm.cdf((-m - d) / se + Z95), 0.0))
 
 
 def runs_for_same(cv: float, goal: float = GOAL_SAME,
@@ -310,31 +336,128 @@ def _fixed_n(cv: float, effect: float) -> float:
     return 2.0 * ((2.5758 + 1.6449) * _sigma(cv) / math.log1p(effect)) ** 2
 
 
-def _fpr_goal(sc: Scenario, o: Outcome) -> str:
+def wald_mean_runs(cv: float, effect: float = 0.05, alpha: float = GOAL_FPR / 2,
+                   power: float = 0.95, null: float = 0.0) -> float:
+    """Wald's lower bound on the mean runs per arm, at the alternative, of *any* sequential
+    test of `null` against `effect` (looks after every run, noise known) whose one-sided
+    error is `alpha` and power `power`: E[N] >= (p ln(p/a) + (1-p) ln((1-p)/(1-a))) / KL,
+    KL = (log(1+effect) - log(1+null))^2 / (4 sigma^2) per run of each arm."""
+    p, a = power, alpha
+    info = p * math.log(p / a) + (1 - p) * math.log((1 - p) / (1 - a))
+    kl = (math.log1p(effect) - math.log1p(null)) ** 2 / (4.0 * _sigma(cv) ** 2)
+    return info / kl
+
+
+def offset_fpr_floor(cv: float, found: float = GOAL_FOUND_CV5, effect: float = 0.05,
+                     offset: float = ARM_OFFSET, runs: int = MAX_RUNS) -> float:
+    """The lowest rate at which any procedure that finds a +`effect` change `found` of the
+    time within `runs` runs per arm calls a real +`offset` difference DIFFERENT. What it
+    does by `runs` runs is a test on the first `runs` runs of each arm; between the two
+    simple hypotheses +offset and +effect the best one (Neyman-Pearson) rejects when the
+    mean log-ratio is large, with the cut set by the power at +effect, and calls +offset
+    DIFFERENT with probability 1 - Phi(z_effect - z_found - z_offset), z_x = log(1+x)/se,
+    se = sigma sqrt(2/runs). Estimating the noise only raises the floor."""
+    se = _sigma(cv) * math.sqrt(2.0 / runs)
+    z = (math.log1p(effect) - math.log1p(offset)) / se - float(norm.isf(1.0 - found))
+    return float(norm.sf(z))
+
+
+def found_ceiling(cv: float, fpr: float = GOAL_FPR, effect: float = 0.05,
+                  offset: float = ARM_OFFSET, runs: int = MAX_RUNS) -> float:
+    """The converse of `offset_fpr_floor`: the highest rate of finding +`effect` within
+    `runs` runs per arm for a procedure that calls +`offset` DIFFERENT at most `fpr` of
+    the time."""
+    se = _sigma(cv) * math.sqrt(2.0 / runs)
+    return float(norm.cdf((math.log1p(effect) - math.log1p(offset)) / se - float(norm.isf(fpr))))
+
+
+def _fpr_goal(sc: Scenario, o: Outcome) -> list[str]:
     fpr = o.rate("DIFFERENT") + o.rate("WRONG")
     same = o.rate_by("SAME", SAME_BY)
+    offset = ARM_OFFSET if sc.drift == "arm" else 0.0
     upper = _upper(fpr * o.verdicts.size, o.verdicts.size)
-    line = (f"  {sc.label:<22} FPR {fpr:.2%} (95% upper {upper:.2%}) "
-            f"{'met' if fpr <= GOAL_FPR else 'NOT MET'}; SAME by {SAME_BY} runs {same:.1%} "
-            f"{'met' if same >= GOAL_SAME else 'NOT MET'}")
+    out = [f"  {sc.label:<22} FPR {fpr:.2%} (95% upper {upper:.2%}) "
+           f"{'met' if fpr <= GOAL_FPR else 'NOT MET'}; SAME by {SAME_BY} runs {same:.1%} "
+           f"{'met' if same >= GOAL_SAME else 'NOT MET'}"]
+    pad = " " * 26
+    if fpr > GOAL_FPR and offset and not sc.negligible:
+        floor = offset_fpr_floor(sc.cv)
+        if floor > GOAL_FPR:
+            out.append(f"{pad}cannot be met beside '+5% CV {sc.cv:.0%} found >= 80 % within "
+                       f"{MAX_RUNS}': any procedure that finds +5 % that often calls a real "
+                       f"+1 % DIFFERENT >= {floor:.2%} (Neyman-Pearson on {MAX_RUNS} runs)")
+        out.append(f"{pad}a real 1 % difference, inside the margin: negligible_pct = 1 "
+                   "holds it to alpha by construction (band rows), at their cost")
     if same < GOAL_SAME:
-        line += (f"\n{'':<26}cannot be met: no procedure exceeds "
-                 f"{same_ceiling(sc.cv, SAME_BY):.1%} at CV {sc.cv:.0%} by {SAME_BY} runs "
-                 f"(SAME wrong <= 5 % at ±{verdict.DEFAULT_MARGIN:.0%}); 90 % needs "
-                 f">= {runs_for_same(sc.cv):.0f} runs/arm, or a margin_pct of "
-                 f"{margin_for_same(sc.cv, SAME_BY):.1%} at {SAME_BY}")
-    return line
+        ceiling = same_ceiling(sc.cv, SAME_BY, offset=offset)
+        if ceiling >= GOAL_SAME:
+            out.append(f"{pad}possible in principle: the ceiling at CV {sc.cv:.0%} by "
+                       f"{SAME_BY} runs is {ceiling:.1%}")
+        elif offset:
+            out.append(f"{pad}cannot be met: no procedure exceeds {ceiling:.1%} at CV "
+                       f"{sc.cv:.0%} by {SAME_BY} runs with a real +1 % (SAME wrong <= 5 % "
+                       f"at ±{verdict.DEFAULT_MARGIN:.0%})")
+        else:
+            out.append(f"{pad}cannot be met: no procedure exceeds {ceiling:.1%} at CV "
+                       f"{sc.cv:.0%} by {SAME_BY} runs (SAME wrong <= 5 % at "
+                       f"±{verdict.DEFAULT_MARGIN:.0%}); 90 % needs >= "
+                       f"{runs_for_same(sc.cv):.0f} runs/arm, or a margin_pct of "
+                       f"{margin_for_same(sc.cv, SAME_BY):.1%} at {SAME_BY}")
+    return out
 
 
-def tradeoff(pairs: int) -> list[str]:
-    """The +5 % goals against each other, over the DIFFERENT spending function's shape:
-    spending earlier stops sooner at CV 3 % and leaves less for the last look at CV 5 %."""
+def _found_goal_cv3(sc: Scenario, o: Outcome) -> list[str]:
+    found = o.rate("DIFFERENT")
+    ok = found >= 0.95 and o.runs.mean() <= 12
+    out = [f"  {sc.label:<22} found {found:.1%} with mean {o.runs.mean():.1f} runs/arm "
+           f"(goal >= 95 %, mean <= 12): {'met' if ok else 'NOT MET'}"]
+    if not ok:
+        null = sc.negligible
+        out.append(f"{'':<26}not ruled out by arithmetic: Wald's bound for any sequential "
+                   f"test (noise known) is {wald_mean_runs(sc.cv, null=null):.1f} runs/arm; one "
+                   f"look needs {_fixed_n(sc.cv, sc.effect):.1f}; the t test's few degrees of "
+                   "freedom at early looks cost the rest (trade-off below)")
+    return out
+
+
+def _found_goal_cv5(sc: Scenario, o: Outcome) -> list[str]:
+    found = o.rate_by("DIFFERENT", MAX_RUNS)
+    out = [f"  {sc.label:<22} found {found:.1%} within {MAX_RUNS} runs/arm (goal >= 80 %): "
+           f"{'met' if found >= GOAL_FOUND_CV5 else 'NOT MET'}"]
+    if sc.negligible and found < GOAL_FOUND_CV5:
+        out.append(f"{'':<26}cannot be met with a ±{sc.negligible:.0%} band: holding a real "
+                   f"+{sc.negligible:.0%} to <= 1 % caps it at {found_ceiling(sc.cv):.1%}")
+    return out
+
+
+def tradeoff(pairs: int, fpr_pairs: int) -> list[str]:
+    """The +5 % goals against each other, over designs: spending DIFFERENT's error earlier
+    stops sooner at CV 3 % and leaves less for the last look at CV 5 %. Each design's
+    worst-case FPR (SAME off, steady drift, CV 5 %) and its FPR when every script start
+    adds its own 1 % offset ('process', CV 2 %) are printed beside it."""
     out = []
-    for gamma in (-4.0, -3.0, -2.0, -1.0, 0.0, 1.0):
-        fast = simulate_new(Scenario(0.03, 0.05, "none", pairs, MASTER_SEED + 101, gamma=gamma))
-        slow = simulate_new(Scenario(0.05, 0.05, "none", pairs, MASTER_SEED + 102, gamma=gamma))
-        out.append(f"gamma {gamma:+.0f}: CV 3 % mean {fast.runs.mean():.1f} runs/arm, "
-                   f"CV 5 % found {slow.rate_by('DIFFERENT', MAX_RUNS):.1%} by {MAX_RUNS}")
+    single = (6, 8, 10, 12, 14, 16, 20, 24, 30)
+    # (name, gamma, looks, one round per look)
+    designs: list[tuple[str, float, tuple[int, ...] | None, bool]] = [
+        (f"gamma {g:+.0f}", g, None, False) for g in (-4.0, -3.0, -2.0, -1.0, 0.0, 1.0)]
+    designs += [
+        ("looks every 2 from 4, pairs, gamma -4", -4.0, (*range(4, 30, 2), 30), False),
+        ("looks 6..16 by 2, 20, 24, 30, one round per look, gamma -2", -2.0, single, True),
+        ("the same, gamma -1", -1.0, single, True),
+    ]
+    for name, gamma, looks, one in designs:
+        fast, slow = (simulate_new(Scenario(cv, 0.05, "none", pairs, MASTER_SEED + seed,
+                                            gamma=gamma, looks=looks, single_rounds=one))
+                      for cv, seed in ((0.03, 101), (0.05, 102)))
+        worst, starts = (simulate_new(Scenario(cv, 0.0, drift, fpr_pairs, MASTER_SEED + seed,
+                                               margin=margin, gamma=gamma, looks=looks,
+                                               single_rounds=one))
+                         for cv, drift, seed, margin in ((0.05, "trend", 104, 0.0),
+                                                         (0.02, "process", 105, 0.03)))
+        out.append(f"{name}: CV 3 % mean {fast.runs.mean():.1f} runs/arm, "
+                   f"CV 5 % found {slow.rate_by('DIFFERENT', MAX_RUNS):.1%} by {MAX_RUNS}; "
+                   f"FPR worst {worst.rate('DIFFERENT'):.2%}, "
+                   f"process {starts.rate('DIFFERENT'):.2%}")
     return out
 
 
@@ -352,32 +475,33 @@ def worst_case_fpr(pairs: int) -> list[str]:
 
 
 def goals(rows: list[tuple[Scenario, Outcome]], check_pairs: int) -> list[str]:
-    out = ["Goals (new procedure):"]
+    out = ["Goals (new procedure; 'band1%' rows: negligible_pct = 1, not the default):"]
     for sc, o in rows:
-        if sc.effect == 0 and sc.drift in ("none", "trend") and sc.dist == "lognormal":
-            out.append(_fpr_goal(sc, o))
-        if sc.effect == 0.05 and sc.cv == 0.03 and sc.dist == "lognormal":
-            found = o.rate("DIFFERENT")
-            ok = found >= 0.95 and o.runs.mean() <= 12
-            out.append(f"  {sc.label:<22} found {found:.1%} with mean {o.runs.mean():.1f} "
-                       f"runs/arm (goal >= 95 %, mean <= 12): {'met' if ok else 'NOT MET'}")
-            if not ok:
-                out.append(f"{'':<26}one look at 1 % two-sided with 95 % power needs "
-                           f"{_fixed_n(sc.cv, sc.effect):.1f} runs/arm with the noise known; "
-                           "estimated noise (t) makes early looks dearer")
-        if sc.effect == 0.05 and sc.cv == 0.05 and sc.dist == "lognormal":
-            found = o.rate_by("DIFFERENT", 30)
-            out.append(f"  {sc.label:<22} found {found:.1%} within 30 runs/arm (goal >= 80 %): "
-                       f"{'met' if found >= 0.80 else 'NOT MET'}")
+        if sc.dist != "lognormal":
+            continue
+        if sc.effect == 0 and sc.drift in ("none", "trend", "arm"):
+            out += _fpr_goal(sc, o)
+        if sc.effect == 0.05 and sc.cv == 0.03:
+            out += _found_goal_cv3(sc, o)
+        if sc.effect == 0.05 and sc.cv == 0.05:
+            out += _found_goal_cv5(sc, o)
     wrong = sum(int((o.verdicts == "WRONG").sum()) for _, o in rows)
     out.append(f"  wrong-direction DIFFERENT over all scenarios: {wrong} "
                f"({'met' if wrong == 0 else 'NOT MET'})")
     out += worst_case_fpr(check_pairs)
-    out.append("  +5 % goals against each other (the DIFFERENT spending shape; used: "
-               f"gamma {verdict.GAMMA_DIFFERENT:+.0f}), {check_pairs // 10} pairs each:")
-    out += [f"{'':<4}{line}" for line in tradeoff(check_pairs // 10)]
-    out.append(f"{'':<4}no shape gives both mean <= 12 at CV 3 % and >= 80 % at CV 5 %; the "
-               "CV 5 % goal is kept")
+    out.append("  +5 % goals against each other (designs of the DIFFERENT boundary; used: "
+               f"gamma {verdict.GAMMA_DIFFERENT:+.0f}, looks every 4 as mirrored pairs), "
+               f"{check_pairs // 10} pairs each, FPRs on {check_pairs // 4}:")
+    out += [f"{'':<4}{line}" for line in tradeoff(check_pairs // 10, check_pairs // 4)]
+    out += [f"{'':<4}no design tried gives both mean <= 12 at CV 3 % and >= 80 % at CV 5 %; "
+            "the CV 5 % goal is kept.",
+            f"{'':<4}Spending earlier or looking more often also raises the 'process' "
+            "column: an offset of",
+            f"{'':<4}its own per script start, which the model leaves out, inflates |T| at "
+            "every look.",
+            "  Offset goal against the CV 5 % goal: the default (no band) keeps CV 5 %; a "
+            "repo that",
+            "  wants a steady 1 % called SAME sets negligible_pct = 1 (band rows)."]
     return out
 
 

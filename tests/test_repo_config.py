@@ -141,6 +141,10 @@ def test_empty_file_and_defaults() -> None:
     ("[verdict]\nmargin_pct = 25", "verdict.margin_pct = 25: must be at most 20"),
     ('[verdict]\nmargin_pct = "3%"', 'verdict.margin_pct = "3%": expected a number'),
     ("[verdict]\nmargin_pct = true", "verdict.margin_pct = true: expected a number"),
+    ("[verdict]\nnegligible_pct = -1", "verdict.negligible_pct = -1: must be at least 0"),
+    ("[verdict]\nnegligible_pct = 3",
+     "verdict.negligible_pct = 3: must be below margin_pct (3.0): a difference cannot be "
+     "both negligible and outside the margin"),
     # [labels]
     ('[labels]\nreproduced = ""', 'labels.reproduced = "": a label name has 1 to 50'),
     ("[labels]\nerror = 3", "labels.error = 3: expected a string"),
@@ -186,7 +190,7 @@ def test_unknown_top_level_key_lists_the_sections() -> None:
     ("defaults", "engine, version, gpu"),
     ("models", "allow, trust_remote_code"),
     ("budget", "max_cells, max_runs, runs, gpu_minutes_per_day, gpu_minutes_per_job"),
-    ("verdict", "margin_pct"),
+    ("verdict", "margin_pct, negligible_pct"),
     ("labels", "reproduced, not_reproduced, inconclusive, error"),
 ])
 def test_unknown_key_in_a_section_lists_its_keys(section: str, valid: str) -> None:
@@ -228,6 +232,12 @@ def test_margin_is_a_fraction_with_a_default() -> None:
     assert RepoConfig.default().margin() == pytest.approx(0.03)
     assert parse_repo_config(SAMPLE).margin() == pytest.approx(0.025)
     assert parse_repo_config("[verdict]\nmargin_pct = 5").margin() == pytest.approx(0.05)
+
+
+def test_negligible_band_is_a_fraction_off_by_default() -> None:
+    assert RepoConfig.default().negligible() == 0.0
+    config = parse_repo_config("[verdict]\nmargin_pct = 4\nnegligible_pct = 1")
+    assert config.negligible() == pytest.approx(0.01)
 
 
 def test_budget_maps_onto_the_plan_budget() -> None:

@@ -28,6 +28,7 @@ gpu_minutes_per_day = 1440
 
 [verdict]           # what SAME means: within ±margin_pct % (default 3)
 margin_pct = 3
+negligible_pct = 0  # DIFFERENT means beyond ±negligible_pct % (default 0: any change)
 
 [labels]            # set on the thread when a job ends with this outcome
 reproduced = "repro: confirmed"
@@ -203,6 +204,19 @@ class BudgetConfig(_Section):
 class VerdictConfig(_Section):
     # Below ~1 % a SAME verdict needs hundreds of runs; above 20 % it says nothing.
     margin_pct: StrictFloat = Field(default=3.0, ge=0.5, le=20.0)
+    # DIFFERENT means beyond ±negligible_pct %. 0 (the default) flags any real difference;
+    # a band holds DIFFERENT to its error budget against real differences inside it (say
+    # a steady 1 % between two slots of one machine) at the cost of power for larger ones.
+    negligible_pct: StrictFloat = Field(default=0.0, ge=0.0, le=10.0)
+
+    @field_validator("negligible_pct")
+    @classmethod
+    def _band_inside_margin(cls, value: float, info: ValidationInfo) -> float:
+        margin = info.data.get("margin_pct")
+        if margin is not None and value >= margin:
+            raise ValueError(f"must be below margin_pct ({margin}): "
+                             "a difference cannot be both negligible and outside the margin")
+        return value
 
 
 class LabelsConfig(_Section):
@@ -242,6 +256,10 @@ class RepoConfig(BaseModel):
     def margin(self) -> float:
         """The practical margin of SAME as a fraction (3 % -> 0.03)."""
         return self.verdict.margin_pct / 100.0
+
+    def negligible(self) -> float:
+        """The band DIFFERENT must clear, as a fraction (0 by default)."""
+        return self.verdict.negligible_pct / 100.0
 
     def policy(self) -> PlanPolicy:
         return PlanPolicy(trust_remote_code=list(self.models.trust_remote_code))

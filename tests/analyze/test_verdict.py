@@ -47,6 +47,33 @@ def test_the_margin_decides_what_same_means() -> None:
     assert narrow.verdict == "DIFFERENT"
 
 
+def test_the_negligible_band_decides_what_different_means() -> None:
+    # A steady 1.5 % with little noise, judged against a ±1 % margin so SAME is out of the
+    # way: any difference is DIFFERENT; beyond a ±1 % band only a clear 0.5 % more is.
+    a, b = lognormal(22, 101.5, 0.002, 20), lognormal(23, 100, 0.002, 20)
+    plain = verdict.compare(halves(a), halves(b), margin=0.01)
+    assert plain.verdict == "DIFFERENT" and plain.negligible == 0.0
+    band = verdict.compare(halves(a), halves(b), margin=0.012, negligible=0.01)
+    assert band.verdict == "DIFFERENT" and "beyond the ±1.0% negligible band" in band.reason
+    assert band.t_stat is not None and plain.t_stat is not None
+    assert 0 < band.t_stat < plain.t_stat and band.negligible == 0.01
+    inside = verdict.compare(halves(a), halves(b), margin=0.02, negligible=0.015)
+    assert inside.verdict != "DIFFERENT", inside.reason
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_the_band_is_symmetric_and_measured_from_its_edge(sign: float) -> None:
+    nan = np.array([0.0])
+    fit = verdict.blocks.BlockFit(theta=np.array([sign * math.log1p(0.0105)]),
+                                  se=np.array([0.0005]), df=np.array([40.0]), sigma=nan,
+                                  rounds=2)
+    plain, t_plain, _, _ = verdict.classify(fit, 2.0, 2.0, 0.0)
+    band, t_band, _, _ = verdict.classify(fit, 2.0, 2.0, 0.0, negligible=0.01)
+    assert plain[0] == verdict.DIFFERENT and band[0] == verdict.UNKNOWN
+    edge = (math.log1p(0.0105) - math.log1p(0.01)) / 0.0005
+    assert t_band[0] == pytest.approx(sign * edge) and abs(t_plain[0]) > 20
+
+
 def test_look_bounds_follow_the_schedule() -> None:
     schedule = verdict.look_schedule(30)
     assert schedule == [4, 8, 12, 16, 20, 24, 28, 30]

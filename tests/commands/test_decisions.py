@@ -92,6 +92,16 @@ def test_repro_starts_one_job_with_an_unguessable_id() -> None:
     assert isinstance(private, StartJob) and private.record.private
 
 
+def test_the_job_keeps_the_repo_verdict_rule() -> None:
+    [plain] = decide(commands("@triagebot repro k=1"), facts())
+    assert isinstance(plain, StartJob)
+    assert (plain.record.margin, plain.record.negligible) == (0.03, 0.0)
+    config = parse_repo_config("[verdict]\nmargin_pct = 4\nnegligible_pct = 1\n")
+    [banded] = decide(commands("@triagebot repro k=1"), facts(config=config))
+    assert isinstance(banded, StartJob)
+    assert (banded.record.margin, banded.record.negligible) == (0.04, 0.01)
+
+
 def test_repro_refusals_say_why() -> None:
     assert [type(a) for a in decide(commands("@triagebot repro"),
                                      facts(may_run=False))] == [Refuse]

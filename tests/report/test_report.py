@@ -78,6 +78,16 @@ def test_chart_and_tables_quote_run_counts() -> None:
     assert "reproduced: 0.57x vs 0.56x reported (5 v 5 runs)" in text
 
 
+def test_a_negligible_band_is_stated_with_the_margin() -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    findings = analyze(plan, results, request=seed_request(), margin=0.04, negligible=0.01)
+    assert findings.negligible == 0.01
+    text = render_report(plan, findings, scripts=[], command=COMMAND)
+    assert "SAME means within ±4%" in text
+    assert "DIFFERENT means beyond ±1.0% (the negligible band)" in text
+    assert "| **DIFFERENT** | 5 v 5 | " in text and "Decided by: throughput" in text
+
+
 def test_rendering_is_deterministic() -> None:
     assert report_for("noisy_unknown") == report_for("noisy_unknown")
 

@@ -125,9 +125,11 @@ def analyze(
     logs: Mapping[str, str] | None = None,
     signatures: Sequence[Signature] | None = None,
     margin: float = verdict.DEFAULT_MARGIN,
+    negligible: float = verdict.DEFAULT_NEGLIGIBLE,
 ) -> Findings:
     """Findings for `plan` from `results` (cell_id -> rounds of RunResults); SAME means
-    within ±`margin` (the repo's `[verdict] margin_pct`)."""
+    within ±`margin` (the repo's `[verdict] margin_pct`), DIFFERENT beyond ±`negligible`
+    (`[verdict] negligible_pct`, 0 by default)."""
     cells = {c.cell_id: summarize(c, results.get(c.cell_id, ())) for c in plan.cells}
     band = _band(plan, results)
     same_region = verdict.margin_band(margin)
@@ -136,9 +138,10 @@ def analyze(
     more: dict[str, int] = {}
     for comp in plan.comparisons:
         if comp.kind == "noise":
-            comparisons.append(_noise_finding(comp, results, margin))
+            comparisons.append(_noise_finding(comp, results, margin, negligible))
         elif comp.kind == "ratio":
-            finding, runs = _ratio_finding(plan, comp, results, cells, main, margin)
+            finding, runs = _ratio_finding(plan, comp, results, cells, main, margin,
+                                           negligible)
             comparisons.append(finding)
             stuck = any(cells[c].status != "ok" for c in comp.numerator + comp.denominator)
             if runs and not stuck:
@@ -181,6 +184,7 @@ def analyze(
         against_report=against,
         runner_env=runner.model_dump() if runner else {},
         margin=margin,
+        negligible=negligible,
         decided_by=_decided_by(request, outcome, comparisons, claims, plan),
         needs_more_runs=more,
         notes=notes,

@@ -84,11 +84,13 @@ def _ratio_finding(
     cells: Mapping[str, CellFinding],
     main: set[str],
     margin: float,
+    negligible: float = verdict.DEFAULT_NEGLIGIBLE,
 ) -> tuple[ComparisonFinding, int]:
     a, b = _rounds(comp.numerator, results), _rounds(comp.denominator, results)
     runs = min(sum(map(len, a)), sum(map(len, b)))
     max_runs = max(plan.budget.max_runs, runs, 1)
-    decision = verdict.next_step(a, b, runs, max_runs, margin=margin, name=comp.name)
+    decision = verdict.next_step(a, b, runs, max_runs, margin=margin, negligible=negligible,
+                                 name=comp.name)
     res = decision.comparison
     more = decision.more_runs_per_arm if decision.action == "run_more" else 0
     pair = _spec_pair(plan, comp)
@@ -133,10 +135,11 @@ def _explain(comp: Comparison, cells: Mapping[str, CellFinding], ratio: float,
 
 
 def _noise_finding(
-    comp: Comparison, results: Mapping[str, Sequence[RunResult]], margin: float
+    comp: Comparison, results: Mapping[str, Sequence[RunResult]], margin: float,
+    negligible: float = verdict.DEFAULT_NEGLIGIBLE,
 ) -> ComparisonFinding:
     a, b = _rounds(comp.numerator, results), _rounds(comp.denominator, results)
-    res = verdict.compare(a, b, margin=margin, name=comp.name)
+    res = verdict.compare(a, b, margin=margin, negligible=negligible, name=comp.name)
     return ComparisonFinding(
         name=comp.name,
         kind="noise",

@@ -87,6 +87,8 @@ class ComparisonResult(_Model):
     alpha: float = Field(description="threshold the p-value was held to at this look")
     band: NoiseBand = Field(description="the SAME region: the practical margin")
     margin: float | None = Field(default=None, description="SAME means within ±margin")
+    negligible: float = Field(default=0.0, ge=0.0,
+                              description="DIFFERENT means beyond ±negligible (0: beyond 0)")
     method: str = ""
     signal: str = Field(default="throughput", description="the measurement that decided")
     look: int | None = Field(default=None, description="0-based look of the schedule")
@@ -433,6 +435,8 @@ class Findings(_Model):
     against_report: AgainstReport | None = None
     runner_env: dict[str, str | int | None] = Field(default_factory=dict)
     margin: float = Field(default=0.03, description="SAME means within ±margin")
+    negligible: float = Field(default=0.0, ge=0.0,
+                              description="DIFFERENT means beyond ±negligible (0: beyond 0)")
     decided_by: str = Field(default="", description="the signal the outcome rests on")
     needs_more_runs: dict[str, int] = Field(
         default_factory=dict, description="comparison name -> more runs per arm (UNKNOWN)"

@@ -107,8 +107,9 @@ def report(
         raise fail(EXIT_USAGE, f"{folder} is not a readable repro folder: {exc}") from None
     logs = {p.name.split("-r")[0]: p.read_text(errors="replace")
             for p in sorted((folder / "logs").glob("c*-r*.log"))}
+    margin, negligible = _previous_rule(folder)
     findings = analyze(plan_, {c.cell_id: results.get(c.cell_id, []) for c in plan_.cells},
-                       request=request, logs=logs, margin=_previous_margin(folder))
+                       request=request, logs=logs, margin=margin, negligible=negligible)
     scripts = [RenderedScript(cell_id=p.stem if p.suffix == ".py" else None, filename=p.name,
                               language="python" if p.suffix == ".py" else "bash",
                               text=p.read_text())
@@ -120,17 +121,19 @@ def report(
     raise typer.Exit(OUTCOME_EXIT[findings.outcome])
 
 
-def _previous_margin(folder: Path) -> float:
-    """The margin the repro was judged with (its findings.json), so a re-render agrees."""
+def _previous_rule(folder: Path) -> tuple[float, float]:
+    """The margin and negligible band the repro was judged with (its findings.json), so a
+    re-render agrees."""
     from pydantic import ValidationError
 
     from triagebot.analyze.findings_models import Findings
-    from triagebot.analyze.verdict import DEFAULT_MARGIN
+    from triagebot.analyze.verdict import DEFAULT_MARGIN, DEFAULT_NEGLIGIBLE
 
     try:
-        return Findings.model_validate_json((folder / "findings.json").read_text()).margin
+        old = Findings.model_validate_json((folder / "findings.json").read_text())
     except (OSError, ValidationError):
-        return DEFAULT_MARGIN
+        return DEFAULT_MARGIN, DEFAULT_NEGLIGIBLE
+    return old.margin, old.negligible
 
 
 def _shell_word(word: str) -> str:

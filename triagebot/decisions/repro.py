@@ -67,5 +67,5 @@ def start(facts: Facts, trigger: str, command: str, options: ReproOptions) -> li
         is_pr=thread.is_pr, title=thread.title[:300], trigger=trigger,
         requester=event.sender.login, command=command, plan_hash=plan.plan_hash,
         gpu_kind=plan.gpu_kind, cells=len(plan.cells), estimated_s=plan.estimated_seconds,
-        margin=config.margin())
+        margin=config.margin(), negligible=config.negligible())
     return [StartJob(record, plan, request, tuple(notes))]

@@ -97,6 +97,8 @@ class JobRecord(BaseModel):
     estimated_s: float = 0.0
     # SAME means within ±margin: the repo config's, fixed when the job was created.
     margin: float = 0.03
+    # DIFFERENT means beyond ±negligible (the repo config's `negligible_pct`; 0: none).
+    negligible: float = 0.0
     runs_done: int = 0
     runs_planned: int = 0
     eta_s: float | None = None

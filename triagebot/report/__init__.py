@@ -146,10 +146,13 @@ def _comparison_rows(findings: Findings) -> list[list[Md]]:
 def _method_lines(findings: Findings) -> list[Md]:
     """How the verdicts were reached: margin, error budget, the A/A pair, the signal."""
     method = next((c.result.method for c in findings.comparisons if c.result.method), "—")
+    different = (f"DIFFERENT means beyond ±{findings.negligible:.1%} (the negligible band) "
+                 "and is held to ≤ 1 % false positives over all looks when the truth lies "
+                 "in that band" if findings.negligible > 0 else
+                 "DIFFERENT is held to ≤ 1 % false positives over all looks")
     out = [_t(f"SAME means within ±{findings.margin:.0%} (the practical margin); the "
-              f"interval shown is the one held to it. Method: {method}; "
-              "DIFFERENT is held to ≤ 1 % false positives over all looks, SAME to ≤ 5 % "
-              "when the truth lies at the margin.", 600)]
+              f"interval shown is the one held to it. Method: {method}; {different}, "
+              "SAME to ≤ 5 % when the truth lies at the margin.", 600)]
     aa = next((c.result for c in findings.comparisons if c.kind == "noise"), None)
     if aa is not None and aa.ratio is not None:
         cv = f", run-to-run CV {aa.run_cv:.1%}" if aa.run_cv is not None else ""

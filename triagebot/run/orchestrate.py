@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.findings_models import Findings
-from triagebot.analyze.verdict import DEFAULT_MARGIN
+from triagebot.analyze.verdict import DEFAULT_MARGIN, DEFAULT_NEGLIGIBLE
 from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.render import RenderedScript
 from triagebot.run import standins, vllm_cpu
@@ -45,6 +45,8 @@ class RunSettings(BaseModel):
     escalate: bool = True
     # SAME means within ±margin (the repo config's `[verdict] margin_pct`, as a fraction).
     margin: float = Field(default=DEFAULT_MARGIN, gt=0.0, le=0.5)
+    # DIFFERENT means beyond ±negligible (`[verdict] negligible_pct`; 0: any difference).
+    negligible: float = Field(default=DEFAULT_NEGLIGIBLE, ge=0.0, le=0.5)
 
 
 class Event(BaseModel):
@@ -135,7 +137,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
             results[cell.cell_id].append(_failed(plan, cell.cell_id,
                                                  f"provisioning failed: {exc}"))
         return _finish(plan, request, results, outcomes, None, 0, out, emit, started,
-                       settings.margin)
+                       settings)
 
     slots = initial_schedule(plan)
     planned = sum(s.runs for s in slots)
@@ -184,7 +186,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                             previous=slots[-1].cell_id, walls=walls)
         planned += sum(s.runs for s in slots)
     return _finish(plan, request, results, outcomes, env, round_index, out, emit, started,
-                   settings.margin)
+                   settings)
 
 
 def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
@@ -219,7 +221,8 @@ def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, lis
     elapsed = time.monotonic() - started
     if elapsed > plan.budget.time_limit_s:
         return []
-    findings = analyze(plan, results, request=request, margin=settings.margin)
+    findings = analyze(plan, results, request=request, margin=settings.margin,
+                       negligible=settings.negligible)
     comparisons = {c.name: c for c in plan.comparisons}
     needs: dict[str, int] = {}
     for name, more in findings.needs_more_runs.items():
@@ -239,10 +242,11 @@ def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, lis
 
 def _finish(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
             outcomes: dict[str, list[CellOutcome]], env: ProvisionedEnv | None, rounds: int,
-            out: Path, emit: Progress, started: float, margin: float) -> Execution:
+            out: Path, emit: Progress, started: float, settings: RunSettings) -> Execution:
     emit(Event(kind="analyse", elapsed_s=time.monotonic() - started))
     logs = {cid: "\n".join(_read_log(o) for o in outs) for cid, outs in outcomes.items()}
-    findings = analyze(plan, results, request=request, logs=logs, margin=margin)
+    findings = analyze(plan, results, request=request, logs=logs, margin=settings.margin,
+                       negligible=settings.negligible)
     (out / "findings.json").write_text(findings.model_dump_json(indent=2) + "\n")
     if env is not None:
         (out / "environment.json").write_text(env.model_dump_json(indent=2) + "\n")

@@ -97,7 +97,8 @@ class JobRunner:
                 settings = RunSettings(
                     out_dir=self.settings.data_dir / id_, cache_dir=self.settings.env_cache_dir,
                     local=self.settings.run_local, silence_limit_s=self.settings.silence_limit_s,
-                    escalate=self.settings.escalate, margin=job.margin)
+                    escalate=self.settings.escalate, margin=job.margin,
+                    negligible=job.negligible)
                 execution = execute(plan, scripts, self.store.request(id_), settings,
                                     self._progress(id_), store=StoredSlots(self.store, id_, token),
                                     stop=stop)
