@@ -267,7 +267,7 @@ def template_context(cell: Cell) -> dict[str, Any]:
         "bench_module": rel.bench_module,
         "bench_args": bench_args(cell, rel) if cell.workload.kind == "serve" else [],
         "ready_timeout_s": 1800,
-        "spec_k": cell.spec.num_speculative_tokens if cell.spec else None,
+        "num_speculative_tokens": cell.spec.num_speculative_tokens if cell.spec else None,
     }
     return ctx
 
