@@ -12,17 +12,11 @@ from rich.markup import escape
 
 from triagebot.cli.base import (
     EXIT_REFUSED,
-    EngineOpt,
-    OverridesArg,
-    RepoOpt,
-    RunnerOpt,
-    RunsOpt,
-    TitleOpt,
-    TrustOpt,
+    PlanInputs,
     app,
     fail,
-    load_plan,
     read_report,
+    takes_plan_inputs,
 )
 
 # One string per paragraph: the help renderer wraps paragraphs itself.
@@ -71,19 +65,13 @@ def parse(
 
 
 @app.command()
+@takes_plan_inputs
 def plan(
-    path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
-    overrides: OverridesArg = None,
-    title: TitleOpt = None,
-    repo: RepoOpt = None,
-    engine: EngineOpt = None,
-    runs: RunsOpt = None,
-    trust: TrustOpt = None,
-    runner: RunnerOpt = None,
+    inputs: PlanInputs,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Plan as JSON.")] = False,
 ) -> None:
     """Turn a report into a Plan: the cells to run and the comparisons that answer it."""
-    result = load_plan(path, title, repo, overrides, engine, runs, trust, runner)
+    result = inputs.load()
     if json_out:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
@@ -93,15 +81,9 @@ def plan(
 
 
 @app.command()
+@takes_plan_inputs
 def render(
-    path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
-    overrides: OverridesArg = None,
-    title: TitleOpt = None,
-    repo: RepoOpt = None,
-    engine: EngineOpt = None,
-    runs: RunsOpt = None,
-    trust: TrustOpt = None,
-    runner: RunnerOpt = None,
+    inputs: PlanInputs,
     cell: Annotated[list[str] | None, typer.Option(
         "--cell", help="Only this cell id (repeatable).")] = None,
     out: Annotated[Path | None, typer.Option(
@@ -111,7 +93,7 @@ def render(
     """Render each cell of the plan into a self-contained script that writes a RunResult."""
     from triagebot.render import RenderError, render_plan
 
-    result = load_plan(path, title, repo, overrides, engine, runs, trust, runner)
+    result = inputs.load()
     try:
         scripts = render_plan(result, cell)
     except RenderError as exc:
