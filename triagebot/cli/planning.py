@@ -18,6 +18,7 @@ from triagebot.cli.base import (
     read_report,
     takes_plan_inputs,
 )
+from triagebot.model import Plan, ReproRequest
 
 # One string per paragraph: the help renderer wraps paragraphs itself.
 PARSE_HELP = "\n\n".join((
@@ -55,13 +56,7 @@ def parse(
     from triagebot.parse import parse_report
 
     data, title, repo = read_report(path, title, repo)
-    request = parse_report(data, title=title, repo=repo)
-    if json_out:
-        sys.stdout.write(request.model_dump_json(indent=2) + "\n")
-        return
-    from triagebot.cli.views import render_request
-
-    render_request(Console(), request)
+    _show(parse_report(data, title=title, repo=repo), json_out)
 
 
 @app.command()
@@ -71,13 +66,20 @@ def plan(
     json_out: Annotated[bool, typer.Option("--json", help="Print the Plan as JSON.")] = False,
 ) -> None:
     """Turn a report into a Plan: the cells to run and the comparisons that answer it."""
-    result = inputs.load()
+    _show(inputs.load(), json_out)
+
+
+def _show(result: ReproRequest | Plan, json_out: bool) -> None:
+    """Exactly one JSON object on stdout with --json; the tables otherwise."""
     if json_out:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
-    from triagebot.cli.views import render_plan
+    from triagebot.cli import views
 
-    render_plan(Console(), result)
+    if isinstance(result, Plan):
+        views.render_plan(Console(), result)
+    else:
+        views.render_request(Console(), result)
 
 
 @app.command()
