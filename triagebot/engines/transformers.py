@@ -24,12 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from triagebot.engines import (
-    VLLM_ONLY,
-    require_one_device,
-    require_template,
-    require_unset,
-)
+from triagebot.engines import VLLM_ONLY, require_one_device, require_template, require_unset
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 

@@ -298,7 +298,7 @@ _COMMIT_RE = re.compile(
 )
 
 
-_K_FLAG_RE = re.compile(
+_SPEC_TOKEN_FLAG_RE = re.compile(
     r"(?<![\w-])(?:" + "|".join(re.escape(f) for f, name in FLAGS.items()
                                  if name == "num_speculative_tokens" and f.startswith("--"))
     + r")[ =]\s?([1-9]\d?)\b", re.I)
@@ -315,7 +315,7 @@ def numbers(lines: list[Line], facts: Facts) -> None:
             k = int(next(g for g in m.groups() if g))
             if 0 < k <= 64:
                 facts.add("num_speculative_tokens", k, no, text, "prose", kind)
-        for m in _K_FLAG_RE.finditer(text.replace("_", "-")):
+        for m in _SPEC_TOKEN_FLAG_RE.finditer(text.replace("_", "-")):
             facts.add("num_speculative_tokens", int(m.group(1)), no, text, "prose", kind)
         for m in _TEMP_RE.finditer(text):
             value = float(m.group(1))
