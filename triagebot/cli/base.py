@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, get_type_hints
 
 import typer
 from rich.console import Console
@@ -93,9 +97,6 @@ def read_input(path: str) -> bytes:
         raise typer.Exit(EXIT_USAGE) from None
 
 
-
-
-
 OverridesArg = Annotated[list[str] | None, typer.Argument(
     help="key=value overrides, as in `@triagebot repro`: engine=, version=, model=, draft=, "
          "spec=mtp:1,none, k=1,2, modes=eager,graph, workload=, runs=, warmups=, gpu=, tp=, "
@@ -117,38 +118,86 @@ def fail(code: int, message: str) -> typer.Exit:
     return typer.Exit(code)
 
 
-def load_plan(path: str, title: str | None, repo: str | None, overrides: list[str] | None,
-              engine: str | None = None, runs: int | None = None,
-              trust: list[str] | None = None, runner: str | None = None) -> Plan:
-    data, title, repo = read_report(path, title, repo)
-    return load_plan_from(data, title, repo, overrides, engine, runs, trust, runner=runner)
+@dataclass(frozen=True)
+class PlanInputs:
+    """What `plan`, `render` and `repro` build a plan from: the report and the options."""
+
+    path: str
+    overrides: list[str] | None = None
+    title: str | None = None
+    repo: str | None = None
+    engine: str | None = None
+    runs: int | None = None
+    trust: list[str] | None = None
+    runner: str | None = None
+
+    def read(self) -> tuple[bytes, str | None, str | None]:
+        """The report's bytes, and its title and repo (an issue URL supplies both)."""
+        return read_report(self.path, self.title, self.repo)
+
+    def load(self, max_runs: int | None = None) -> Plan:
+        data, title, repo = self.read()
+        return self.plan(data, title, repo, max_runs)
+
+    def plan(self, data: bytes, title: str | None, repo: str | None,
+             max_runs: int | None = None) -> Plan:
+        """Parse and plan, turning every refusal into a message and an exit code."""
+        from triagebot.errors import PlanRejected
+        from triagebot.overrides import OptionsError, parse_overrides
+        from triagebot.parse import parse_report
+        from triagebot.plan import build_plan
+
+        words = list(self.overrides or [])
+        words += [f"engine={self.engine}"] if self.engine else []
+        words += [f"runs={self.runs}"] if self.runs is not None else []
+        words += [f"gpu={self.runner}"] if self.runner else []
+        try:
+            options = parse_overrides(words)
+        except OptionsError as exc:
+            raise fail(EXIT_USAGE, str(exc)) from None
+        request = parse_report(data, title=title, repo=repo)
+        budget = Budget()
+        if max_runs is not None:
+            budget = budget.model_copy(update={"max_runs": max_runs})
+        try:
+            return build_plan(request, options, budget=budget,
+                              policy=PlanPolicy(trust_remote_code=self.trust or []))
+        except PlanRejected as exc:
+            raise fail(EXIT_REFUSED, f"cannot plan this report: {exc}") from None
 
 
-def load_plan_from(data: bytes, title: str | None, repo: str | None,
-                   overrides: list[str] | None, engine: str | None = None,
-                   runs: int | None = None, trust: list[str] | None = None,
-                   max_runs: int | None = None, runner: str | None = None) -> Plan:
-    """Parse and plan, turning every refusal into a message and an exit code."""
-    from triagebot.errors import PlanRejected
-    from triagebot.overrides import OptionsError, parse_overrides
-    from triagebot.parse import parse_report
-    from triagebot.plan import build_plan
+# The command-line spelling of each PlanInputs field, in the order `--help` lists them.
+_PLAN_PARAMETERS = tuple(
+    inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                      annotation=annotation)
+    for name, annotation, default in (
+        ("path", Annotated[str, typer.Argument(
+            help="Report file, - for stdin, or an issue/PR URL.")], inspect.Parameter.empty),
+        ("overrides", OverridesArg, None), ("title", TitleOpt, None), ("repo", RepoOpt, None),
+        ("engine", EngineOpt, None), ("runs", RunsOpt, None), ("trust", TrustOpt, None),
+        ("runner", RunnerOpt, None),
+    ))
 
-    words = list(overrides or [])
-    words += [f"engine={engine}"] if engine else []
-    words += [f"runs={runs}"] if runs is not None else []
-    words += [f"gpu={runner}"] if runner else []
-    try:
-        options = parse_overrides(words)
-    except OptionsError as exc:
-        raise fail(EXIT_USAGE, str(exc)) from None
-    request = parse_report(data, title=title, repo=repo)
-    budget = Budget()
-    if max_runs is not None:
-        budget = budget.model_copy(update={"max_runs": max_runs})
-    try:
-        return build_plan(request, options, budget=budget,
-                          policy=PlanPolicy(trust_remote_code=trust or []))
-    except PlanRejected as exc:
-        raise fail(EXIT_REFUSED, f"cannot plan this report: {exc}") from None
 
+def takes_plan_inputs(command: Callable[..., None]) -> Callable[..., None]:
+    """A command whose first parameter is PlanInputs, as Typer needs to see it.
+
+    Typer builds the command line from the function's signature, so the wrapper shows it
+    the PlanInputs parameters followed by the command's own, and gathers them back into
+    one PlanInputs when the command runs.
+    """
+    hints = get_type_hints(command, include_extras=True)
+    own = [p.replace(annotation=hints[p.name])
+           for p in list(inspect.signature(command).parameters.values())[1:]]
+    parameters = [*_PLAN_PARAMETERS, *own]
+
+    @functools.wraps(command)
+    def run(**values: Any) -> None:
+        inputs = PlanInputs(**{p.name: values.pop(p.name) for p in _PLAN_PARAMETERS})
+        command(inputs, **values)
+
+    # Typer reads both: the signature for the parameters, the annotations for their types.
+    signature = inspect.Signature(parameters, return_annotation=None)
+    run.__signature__ = signature  # type: ignore[attr-defined]
+    run.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+    return run

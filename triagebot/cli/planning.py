@@ -12,18 +12,13 @@ from rich.markup import escape
 
 from triagebot.cli.base import (
     EXIT_REFUSED,
-    EngineOpt,
-    OverridesArg,
-    RepoOpt,
-    RunnerOpt,
-    RunsOpt,
-    TitleOpt,
-    TrustOpt,
+    PlanInputs,
     app,
     fail,
-    load_plan,
     read_report,
+    takes_plan_inputs,
 )
+from triagebot.model import Plan, ReproRequest
 
 # One string per paragraph: the help renderer wraps paragraphs itself.
 PARSE_HELP = "\n\n".join((
@@ -61,47 +56,36 @@ def parse(
     from triagebot.parse import parse_report
 
     data, title, repo = read_report(path, title, repo)
-    request = parse_report(data, title=title, repo=repo)
-    if json_out:
-        sys.stdout.write(request.model_dump_json(indent=2) + "\n")
-        return
-    from triagebot.cli.views import render_request
-
-    render_request(Console(), request)
+    _show(parse_report(data, title=title, repo=repo), json_out)
 
 
 @app.command()
+@takes_plan_inputs
 def plan(
-    path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
-    overrides: OverridesArg = None,
-    title: TitleOpt = None,
-    repo: RepoOpt = None,
-    engine: EngineOpt = None,
-    runs: RunsOpt = None,
-    trust: TrustOpt = None,
-    runner: RunnerOpt = None,
+    inputs: PlanInputs,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Plan as JSON.")] = False,
 ) -> None:
     """Turn a report into a Plan: the cells to run and the comparisons that answer it."""
-    result = load_plan(path, title, repo, overrides, engine, runs, trust, runner)
+    _show(inputs.load(), json_out)
+
+
+def _show(result: ReproRequest | Plan, json_out: bool) -> None:
+    """Exactly one JSON object on stdout with --json; the tables otherwise."""
     if json_out:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
-    from triagebot.cli.views import render_plan
+    from triagebot.cli import views
 
-    render_plan(Console(), result)
+    if isinstance(result, Plan):
+        views.render_plan(Console(), result)
+    else:
+        views.render_request(Console(), result)
 
 
 @app.command()
+@takes_plan_inputs
 def render(
-    path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
-    overrides: OverridesArg = None,
-    title: TitleOpt = None,
-    repo: RepoOpt = None,
-    engine: EngineOpt = None,
-    runs: RunsOpt = None,
-    trust: TrustOpt = None,
-    runner: RunnerOpt = None,
+    inputs: PlanInputs,
     cell: Annotated[list[str] | None, typer.Option(
         "--cell", help="Only this cell id (repeatable).")] = None,
     out: Annotated[Path | None, typer.Option(
@@ -111,7 +95,7 @@ def render(
     """Render each cell of the plan into a self-contained script that writes a RunResult."""
     from triagebot.render import RenderError, render_plan
 
-    result = load_plan(path, title, repo, overrides, engine, runs, trust, runner)
+    result = inputs.load()
     try:
         scripts = render_plan(result, cell)
     except RenderError as exc:

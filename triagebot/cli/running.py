@@ -14,31 +14,18 @@ from triagebot.cli.base import (
     EXIT_REFUSED,
     EXIT_USAGE,
     OUTCOME_EXIT,
-    EngineOpt,
-    OverridesArg,
-    RepoOpt,
-    RunnerOpt,
-    RunsOpt,
-    TitleOpt,
-    TrustOpt,
+    PlanInputs,
     app,
     fail,
-    load_plan_from,
-    read_report,
+    takes_plan_inputs,
 )
 from triagebot.model import Plan
 
 
 @app.command()
+@takes_plan_inputs
 def repro(
-    path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
-    overrides: OverridesArg = None,
-    title: TitleOpt = None,
-    repo: RepoOpt = None,
-    engine: EngineOpt = None,
-    runs: RunsOpt = None,
-    trust: TrustOpt = None,
-    runner: RunnerOpt = None,
+    inputs: PlanInputs,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Where plan.json, scripts, results, logs and report.md go "
                       "(default: ./triagebot-out/<plan hash>).")] = None,
@@ -60,9 +47,8 @@ def repro(
     from triagebot.report import render_report
     from triagebot.run.orchestrate import DEFAULT_CACHE, RunSettings, execute
 
-    data, title, repo = read_report(path, title, repo)
-    plan_ = load_plan_from(data, title, repo, overrides, engine, runs, trust, max_runs,
-                           runner=runner)
+    data, title, repo = inputs.read()
+    plan_ = inputs.plan(data, title, repo, max_runs)
     try:
         scripts = render_plan(plan_)
     except RenderError as exc:
@@ -75,8 +61,7 @@ def repro(
 
     with ProgressView(Console(stderr=True), plan_) as view:
         execution = execute(plan_, scripts, request, settings, view.update)
-    command = " ".join(["triagebot repro", _shell_word(path), *map(_shell_word,
-                        _override_words(overrides, engine, runs, runner))])
+    command = " ".join(["triagebot repro", *map(_shell_word, _command_words(inputs))])
     report = render_report(plan_, execution.findings, scripts=scripts, command=command)
     (folder / "report.md").write_text(report)
     sys.stdout.write(report + ("" if report.endswith("\n") else "\n"))
@@ -142,13 +127,13 @@ def _shell_word(word: str) -> str:
     return shlex.quote(word)
 
 
-def _override_words(overrides: list[str] | None, engine: str | None,
-                    runs: int | None, runner: str | None = None) -> list[str]:
-    words = list(overrides or [])
-    if engine:
-        words.append(f"--engine={engine}")
-    if runner:
-        words.append(f"--runner={runner}")
-    if runs is not None:
-        words.append(f"--runs={runs}")
+def _command_words(inputs: PlanInputs) -> list[str]:
+    """The report and the options that shaped the plan, as the report quotes the command."""
+    words = [inputs.path, *(inputs.overrides or [])]
+    if inputs.engine:
+        words.append(f"--engine={inputs.engine}")
+    if inputs.runner:
+        words.append(f"--runner={inputs.runner}")
+    if inputs.runs is not None:
+        words.append(f"--runs={inputs.runs}")
     return words

@@ -21,6 +21,7 @@ An engine module provides (checked by `adapter()`):
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from triagebot.errors import PlanRejected
@@ -58,11 +59,18 @@ def adapter(engine: str) -> EngineAdapter:
     return cast(EngineAdapter, importlib.import_module(_MODULES[engine]))
 
 
-def require_unset(fields: dict[str, tuple[object, str]]) -> None:
-    """Refuse the first field that is set: `{name: (value, "what to say after name=value")}`."""
-    for field, (value, why) in fields.items():
+# Cell settings only vLLM reads: another engine refuses a cell that sets one.
+VLLM_ONLY = ("cudagraph_mode", "model_runner", "encoder_cudagraph", "mm_encoder_tp_mode")
+
+
+def require_unset(cell: Cell, fields: Sequence[str], why: str | Mapping[str, str]) -> None:
+    """Refuse the first of `fields` the cell sets; `why` (one for all, or one per field)
+    is what the message says after `field=value`."""
+    for field in fields:
+        value = getattr(cell, field)
         if value is not None:
-            raise PlanRejected(f"{field}={value} {why}", field=field, accepted=["unset"])
+            reason = why if isinstance(why, str) else why[field]
+            raise PlanRejected(f"{field}={value} {reason}", field=field, accepted=["unset"])
 
 
 def require_one_device(cell: Cell, why: str) -> None:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from triagebot.engines import require_template, require_unset
+from triagebot.engines import VLLM_ONLY, require_template, require_unset
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 
@@ -156,17 +156,17 @@ def engine_args(cell: Cell) -> dict[str, Any]:
     return args
 
 
+# What a refusal says after `field=value` for each setting only vLLM reads.
+_VLLM_ONLY_REFUSALS = {field: "cannot be run on sglang: " + why for field, why in (
+    ("cudagraph_mode", "SGLang has no cudagraph_mode; use enforce_eager for no graphs"),
+    ("model_runner", "SGLang has no model runner choice"),
+    ("encoder_cudagraph", "the SGLang templates have no encoder graph setting"),
+    ("mm_encoder_tp_mode", "the SGLang templates have no encoder TP mode"),
+)}
+
+
 def _reject_unsupported(cell: Cell) -> None:
-    why = "cannot be run on sglang: "
-    require_unset({
-        "cudagraph_mode": (cell.cudagraph_mode,
-                           why + "SGLang has no cudagraph_mode; use enforce_eager for no graphs"),
-        "model_runner": (cell.model_runner, why + "SGLang has no model runner choice"),
-        "encoder_cudagraph": (cell.encoder_cudagraph,
-                              why + "the SGLang templates have no encoder graph setting"),
-        "mm_encoder_tp_mode": (cell.mm_encoder_tp_mode,
-                               why + "the SGLang templates have no encoder TP mode"),
-    })
+    require_unset(cell, VLLM_ONLY, _VLLM_ONLY_REFUSALS)
     require_template(cell, TEMPLATES, "sglang")
     if cell.workload.modality != "text":
         raise PlanRejected(
@@ -267,7 +267,7 @@ def template_context(cell: Cell) -> dict[str, Any]:
         "bench_module": rel.bench_module,
         "bench_args": bench_args(cell, rel) if cell.workload.kind == "serve" else [],
         "ready_timeout_s": 1800,
-        "spec_k": cell.spec.num_speculative_tokens if cell.spec else None,
+        "num_speculative_tokens": cell.spec.num_speculative_tokens if cell.spec else None,
     }
     return ctx
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from triagebot.engines import require_one_device, require_template, require_unset
+from triagebot.engines import VLLM_ONLY, require_one_device, require_template, require_unset
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 
@@ -168,13 +168,7 @@ def _reject_unsupported(cell: Cell) -> None:
             "eager vs torch.compile only (enforce_eager=true/false)",
             field="cudagraph_mode", accepted=["unset"],
         )
-    why = "has no transformers equivalent"
-    require_unset({
-        "model_runner": (cell.model_runner, why),
-        "encoder_cudagraph": (cell.encoder_cudagraph, why),
-        "mm_encoder_tp_mode": (cell.mm_encoder_tp_mode, why),
-        "commit": (cell.commit, why),
-    })
+    require_unset(cell, (*VLLM_ONLY, "commit"), "has no transformers equivalent")
     require_one_device(cell, "the transformers template runs on one device")
     for field, config, instead in (
         ("compilation_config", cell.compilation_config, "enforce_eager=true|false"),

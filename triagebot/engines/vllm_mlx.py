@@ -13,7 +13,7 @@ import math
 import re
 from typing import Any
 
-from triagebot.engines import require_one_device, require_template, require_unset
+from triagebot.engines import VLLM_ONLY, require_one_device, require_template, require_unset
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 
@@ -86,13 +86,7 @@ def engine_args(cell: Cell) -> dict[str, Any]:
 
 
 def _reject_unsupported(cell: Cell) -> None:
-    why = "has no meaning on vllm-mlx (MLX, no CUDA)"
-    require_unset({
-        "cudagraph_mode": (cell.cudagraph_mode, why),
-        "model_runner": (cell.model_runner, why),
-        "encoder_cudagraph": (cell.encoder_cudagraph, why),
-        "mm_encoder_tp_mode": (cell.mm_encoder_tp_mode, why),
-    })
+    require_unset(cell, VLLM_ONLY, "has no meaning on vllm-mlx (MLX, no CUDA)")
     if cell.enforce_eager:
         raise PlanRejected("enforce_eager has no meaning on vllm-mlx (MLX has no CUDA graphs)",
                            field="enforce_eager", accepted=["false"])

@@ -93,7 +93,8 @@ def _arms(a: Assembler) -> list[Arm]:
         spec_cfg = spec_config_settings(run.get("spec_config"))
         method = canonical_method(spec_cfg.get("method") or run.get("method")) or (
             "mtp" if run.get("mtp_flag") else None)
-        k = as_int(spec_cfg.get("k") or run.get("k"), 1, 64)
+        tokens = as_int(spec_cfg.get("num_speculative_tokens")
+                        or run.get("num_speculative_tokens"), 1, 64)
         eager = as_bool(run.get("enforce_eager")) if run.get("enforce_eager") is not None \
             else None
         comp = run.get("compilation_config")
@@ -105,7 +106,7 @@ def _arms(a: Assembler) -> list[Arm]:
             runner = "v2" if as_bool(flag) else "v1"
         settings = {k2: _jsonable(v[0]) for k2, v in run.settings.items()}
         arms.append(Arm(name=run.name or f"{run.origin} #{i + 1}", spec=_run_has_spec(run),
-                        spec_method=method, num_speculative_tokens=k,
+                        spec_method=method, num_speculative_tokens=tokens,
                         enforce_eager=eager, cudagraph_mode=mode, model_runner=runner,
                         settings=settings))
     return arms

@@ -1,5 +1,5 @@
-"""Deciding what the reporter ran: engine and version, models, speculative method and k,
-parallelism, GPU, sampling, and the raw configs."""
+"""Deciding what the reporter ran: engine and version, models, speculative method and
+tokens per step, parallelism, GPU, sampling, and the raw configs."""
 
 from __future__ import annotations
 
@@ -220,15 +220,15 @@ def _method(a: Assembler) -> None:
 
 
 def _spec_tokens(a: Assembler) -> None:
-    ks: list[int] = []
+    stated: list[int] = []
     cited: list[Fact] = []
-    for f in a.values("k") + a.facts.get("k"):
-        k = as_int(f.value, 1, 64)
-        if k is not None:
-            if k not in ks:
-                ks.append(k)
+    for f in a.values("num_speculative_tokens") + a.facts.get("num_speculative_tokens"):
+        tokens = as_int(f.value, 1, 64)
+        if tokens is not None:
+            if tokens not in stated:
+                stated.append(tokens)
             cited.append(f)
-    a.req.num_speculative_tokens = sorted(ks)
+    a.req.num_speculative_tokens = sorted(stated)
     a.cite("num_speculative_tokens", cited)
 
 

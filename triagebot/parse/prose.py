@@ -298,9 +298,9 @@ _COMMIT_RE = re.compile(
 )
 
 
-_K_FLAG_RE = re.compile(
+_SPEC_TOKEN_FLAG_RE = re.compile(
     r"(?<![\w-])(?:" + "|".join(re.escape(f) for f, name in FLAGS.items()
-                                 if name == "k" and f.startswith("--"))
+                                 if name == "num_speculative_tokens" and f.startswith("--"))
     + r")[ =]\s?([1-9]\d?)\b", re.I)
 
 
@@ -314,9 +314,9 @@ def numbers(lines: list[Line], facts: Facts) -> None:
         for m in _K_RE.finditer(text):
             k = int(next(g for g in m.groups() if g))
             if 0 < k <= 64:
-                facts.add("k", k, no, text, "prose", kind)
-        for m in _K_FLAG_RE.finditer(text.replace("_", "-")):
-            facts.add("k", int(m.group(1)), no, text, "prose", kind)
+                facts.add("num_speculative_tokens", k, no, text, "prose", kind)
+        for m in _SPEC_TOKEN_FLAG_RE.finditer(text.replace("_", "-")):
+            facts.add("num_speculative_tokens", int(m.group(1)), no, text, "prose", kind)
         for m in _TEMP_RE.finditer(text):
             value = float(m.group(1))
             if value <= 2.0:
@@ -360,7 +360,7 @@ def table_spec_tokens(lines: list[Line], facts: Facts) -> None:
         if column is not None and column < len(cells):
             m = re.match(r"\s*([1-9]\d?)\b", cells[column])
             if m:
-                facts.add("k", int(m.group(1)), no, text, "prose", kind)
+                facts.add("num_speculative_tokens", int(m.group(1)), no, text, "prose", kind)
 
 
 _ID_CELL_RE = re.compile(r"^`?([A-Za-z0-9][\w.-]{0,60}/[A-Za-z0-9][\w.+-]{0,80})`?$")

@@ -23,6 +23,15 @@ PROGRAM_ENGINE = {
     "mlx_lm": "vllm-mlx", "trtllm": "tensorrt-llm",
 }
 
+# Every engine's flag for the number of tokens drafted per step (SGLang's
+# `--speculative-num-steps`, llama.cpp's `--draft-max`...): one setting, whatever the spelling.
+_SPEC_TOKEN_FLAGS = (
+    "--num-speculative-tokens", "--num-spec-tokens", "--speculative-num-steps",
+    "--spec-draft-n-max", "--draft-max", "--draft-n-max", "--spec-tokens", "--draft-tokens",
+    "--mtp-num-draft-tokens", "--num-draft-tokens", "--speculative-num-tokens", "--spec-k",
+    "--draft",
+)
+
 # flag (lower case, `_` → `-`, leading dashes kept) → setting name
 FLAGS: dict[str, str] = {
     "--model": "model", "--model-path": "model", "--model-dir": "model", "--model-id": "model",
@@ -34,10 +43,7 @@ FLAGS: dict[str, str] = {
     "--speculative-config": "spec_config", "-sc": "spec_config",
     "--compilation-config": "compilation_config", "-cc": "compilation_config",
     "-o": "compilation_config",
-    "--num-speculative-tokens": "k", "--num-spec-tokens": "k", "--speculative-num-steps": "k",
-    "--spec-draft-n-max": "k", "--draft-max": "k", "--draft-n-max": "k", "--spec-tokens": "k",
-    "--draft-tokens": "k", "--mtp-num-draft-tokens": "k", "--num-draft-tokens": "k",
-    "--speculative-num-tokens": "k", "--spec-k": "k", "--draft": "k",
+    **dict.fromkeys(_SPEC_TOKEN_FLAGS, "num_speculative_tokens"),
     "--speculative-algorithm": "method", "--speculative-algo": "method",
     "--spec-method": "method", "--speculative-method": "method", "--method": "method",
     "--spec-decode-method": "method",
@@ -78,8 +84,10 @@ KWARGS: dict[str, str] = {
     "speculative_model": "draft", "speculative_draft_model_path": "draft",
     "assistant_model": "draft", "draft_model": "draft",
     "speculative_config": "spec_config", "compilation_config": "compilation_config",
-    "num_speculative_tokens": "k", "speculative_num_steps": "k",
-    "prompt_lookup_num_tokens": "prompt_lookup", "num_assistant_tokens": "k",
+    "num_speculative_tokens": "num_speculative_tokens",
+    "speculative_num_steps": "num_speculative_tokens",
+    "num_assistant_tokens": "num_speculative_tokens",
+    "prompt_lookup_num_tokens": "prompt_lookup",
     "speculative_algorithm": "method",
     "enforce_eager": "enforce_eager", "disable_cuda_graph": "enforce_eager",
     "tensor_parallel_size": "tp", "tp_size": "tp", "data_parallel_size": "dp", "dp_size": "dp",
@@ -91,8 +99,9 @@ KWARGS: dict[str, str] = {
     "limit_mm_per_prompt": "mm_limits",
 }
 
-SPEC_CONFIG_KEYS = {"method": "method", "num_speculative_tokens": "k", "model": "draft",
-                    "draft_tensor_parallel_size": None, "enforce_eager": "draft_enforce_eager"}
+SPEC_CONFIG_KEYS = {"method": "method", "num_speculative_tokens": "num_speculative_tokens",
+                    "model": "draft", "draft_tensor_parallel_size": None,
+                    "enforce_eager": "draft_enforce_eager"}
 
 
 def norm_flag(flag: str) -> str:
