@@ -79,7 +79,8 @@ def simulate(
         if i + 1 < len(rounds) and rounds[i + 1][0] == k:
             continue
         history = history * 32 + (active.astype(np.int64) << np.arange(ncell)).sum(axis=1)
-        pool = _pooled(data, ran, history, alive.any(axis=0)) if pooled_noise else None
+        pool = (_pooled(data, ran, history, np.asarray(alive.any(axis=0)))
+                if pooled_noise else None)
         for j, (a, b) in enumerate(RATIOS):
             if not alive[j].any():
                 continue
