@@ -14,10 +14,11 @@ cells, not again from each pair's few runs: the model is
 fitted by least squares over every run of every cell in the rounds the comparison has run
 so far (its window; cells that stopped earlier count with the rounds they ran). The
 residual sum of squares has N - rank degrees of freedom instead of the pair's own
-(runs - rounds - 1): 14 instead of 5 at the first look of a five-cell plan, 32 instead of 11
-at the second. What the rounds-as-blocks pair fit (`blocks.fit`) calls noise, the model
-here calls noise too: differences between a cell's script starts within a round land in
-the residuals of both, so a start that adds an offset of its own widens both alike.
+(runs - rounds - 1): 14 instead of 5 at the first look of a five-cell plan, 20 to 28
+instead of 11 at the second (as many cells as still run). What the rounds-as-blocks pair
+fit (`blocks.fit`) calls noise, the model here calls noise too: differences between a
+cell's script starts within a round land in the residuals of both, so a start that adds an
+offset of its own widens both alike.
 
 **Homogeneity guard.** Borrowing is only right when the pair is no noisier than the rest.
 The pair's own residual sum of squares SS_own (df_own) is part of the pooled SS_pool
