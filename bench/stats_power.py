@@ -33,6 +33,14 @@ and costs power. The goals section prints, for every goal not met, the arithmeti
 shows whether any procedure could meet it, and a trade-off over other designs of the
 DIFFERENT boundary (spending shapes, looks every 2 runs, one round per look).
 
+The whole-plan section (`render_plan`; `--plan-only` prints just it) runs the sample's plan
+as the runner does (`bench/runner_sim.py`: five cells, four ratio comparisons escalated
+together, the A/A replica in the first pair of rounds only) and judges it twice on the same
+simulated runs: with each pair's own noise (the verdict as it is) and with the noise
+pooled over the plan's cells behind a homogeneity guard (`bench/pooled_noise.py`, the
+design evaluated and not adopted), including rows where one cell has twice the others' sd.
+It prints the goal rows side by side and a trade-off of pooled designs.
+
 Fixed seeds: the same command prints the same table.
 """
 
@@ -50,8 +58,8 @@ from scipy.stats import norm, ttest_ind
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench import legacy_verdict
-from triagebot.analyze import blocks, verdict
+from bench import legacy_verdict, runner_sim
+from triagebot.analyze import blocks, sequential, verdict
 from triagebot.run.schedule import split_runs
 
 MAX_RUNS = 30
@@ -415,8 +423,10 @@ def _found_goal_cv3(sc: Scenario, o: Outcome) -> list[str]:
         null = sc.negligible
         out.append(f"{'':<26}not ruled out by arithmetic: Wald's bound for any sequential "
                    f"test (noise known) is {wald_mean_runs(sc.cv, null=null):.1f} runs/arm; one "
-                   f"look needs {_fixed_n(sc.cv, sc.effect):.1f}; the t test's few degrees of "
-                   "freedom at early looks cost the rest (trade-off below)")
+                   f"look needs {_fixed_n(sc.cv, sc.effect):.1f}; the late spending that the "
+                   "CV 5 % goal needs costs the rest, not the t's degrees of freedom: pooling "
+                   "the noise over the plan's cells takes under 1 run off (trade-off below, "
+                   "whole-plan section)")
     return out
 
 
@@ -520,6 +530,176 @@ def legend(seconds: float) -> list[str]:
     ]
 
 
+# --- the whole plan: the pair's own noise against noise pooled over the plan's cells -----
+
+
+@dataclass(frozen=True)
+class PlanCase:
+    cv: float
+    effect: float
+    drift: str
+    pairs: int
+    seed: int
+    noisy: int | None = None  # a cell (runner_sim.CELLS) with twice the others' sd
+
+    @property
+    def label(self) -> str:
+        kind = "A/A" if self.effect == 0 else f"+{self.effect:.0%}"
+        two = f" 2xsd:{runner_sim.CELLS[self.noisy]}" if self.noisy is not None else ""
+        return f"{kind:>4} CV {self.cv:.0%} {self.drift}{two}"
+
+
+@dataclass(frozen=True)
+class Design:
+    """A DIFFERENT boundary and where the sigma comes from (None: the pair's own)."""
+
+    name: str
+    gamma: float = verdict.GAMMA_DIFFERENT
+    spend: float = verdict.DIFFERENT_SPEND
+    pooled: bool = False
+    take_max: bool = True
+
+
+CURRENT = Design("pair's own noise (current)")
+POOLED = Design("pooled, guard F 10 %, max(own, pooled)", pooled=True)
+
+
+def simulate_plan(case: PlanCase, design: Design, margin: float = verdict.DEFAULT_MARGIN,
+                  ) -> tuple[Outcome, float]:
+    """The main comparison's outcome when the runner judges the whole plan, and the share
+    of its looks that borrowed the pooled sigma."""
+    schedule = verdict.look_schedule(MAX_RUNS)
+    info = sequential.fractions(schedule)
+    bounds = (sequential.upper_bounds(info, design.spend * verdict.DEFAULT_ALPHA / 2,
+                                      design.gamma),
+              sequential.upper_bounds(info, verdict.SAME_ALPHA, verdict.GAMMA_SAME))
+    sc = Scenario(case.cv, case.effect, case.drift, case.pairs, case.seed)
+    v, runs, used = runner_sim.simulate(
+        np.random.default_rng(case.seed), case.pairs, effect=case.effect, drift=case.drift,
+        noise=lambda rng, shape: _noise(rng, sc, shape), schedule=schedule,
+        rounds=_rounds_for(schedule), bounds=bounds, margin=margin,
+        negligible=verdict.DEFAULT_NEGLIGIBLE, arm_offset=ARM_OFFSET, shift_sd=SHIFT_SD,
+        drift_per_run=DRIFT_PER_RUN, pooled_noise=design.pooled, noisy=case.noisy,
+        take_max=design.take_max)
+    return Outcome(v, runs), used
+
+
+def plan_cases(aa_pairs: int, power_pairs: int) -> list[PlanCase]:
+    out: list[PlanCase] = []
+    seed = MASTER_SEED + 500
+    for drift in ("none", "trend", "blocks", "process", "arm"):
+        for cv in (0.02, 0.03, 0.05):
+            seed += 1
+            out.append(PlanCase(cv, 0.0, drift, aa_pairs, seed))
+    for noisy in (3, 0):
+        seed += 1
+        out.append(PlanCase(0.03, 0.0, "none", aa_pairs, seed, noisy))
+    for cv, effect, drift, noisy in ((0.02, 0.03, "none", None), (0.03, 0.05, "none", None),
+                                     (0.03, 0.05, "trend", None), (0.05, 0.05, "none", None),
+                                     (0.05, 0.05, "trend", None), (0.03, 0.05, "none", 3)):
+        seed += 1
+        out.append(PlanCase(cv, effect, drift, power_pairs, seed, noisy))
+    return out
+
+
+def _cells(o: Outcome) -> str:
+    return (f"{_pct(o.rate('DIFFERENT') + o.rate('WRONG'))} {_pct(o.rate('SAME'))} "
+            f"{_pct(o.rate_by('SAME', SAME_BY)):>8} {o.runs.mean():5.1f} {_p95(o.runs):4.0f}")
+
+
+def _plan_goals(rows: list[tuple[PlanCase, Outcome, Outcome, float]]) -> list[str]:
+    """The goal rows, side by side: (current, pooled) for every goal."""
+    def aa(pick: str) -> list[tuple[PlanCase, Outcome, Outcome]]:
+        return [(c, a, b) for c, a, b, _ in rows if c.effect == 0 and c.noisy is None
+                and (c.drift == pick if pick else c.drift not in ("process", "arm"))]
+
+    def fpr(o: Outcome) -> float:
+        return o.rate("DIFFERENT") + o.rate("WRONG")
+
+    out = [f"  {'goal':<46}{CURRENT.name:<30}{POOLED.name}"]
+
+    def line(goal: str, cur: str, new: str) -> None:
+        out.append(f"  {goal:<46}{cur:<30}{new}")
+
+    for name, pick in (("FPR <= 1 % (none, trend, blocks): max", ""),
+                       ("'process' FPR (now <= 1.42 %): max", "process"),
+                       ("'arm' (a real +1 %) DIFFERENT: max", "arm")):
+        worst = [max(fpr(x[i]) for x in aa(pick)) for i in (1, 2)]
+        line(name, *(f"{w:.2%}" for w in worst))
+    for c, a, b, _ in rows:
+        if c.noisy is not None and c.effect == 0:
+            line(f"FPR, {runner_sim.CELLS[c.noisy]} at 2x sd", f"{fpr(a):.2%}", f"{fpr(b):.2%}")
+    for c, a, b in aa("none"):
+        line(f"SAME by {SAME_BY} >= 90 %, A/A CV {c.cv:.0%} none",
+             *(f"{o.rate_by('SAME', SAME_BY):.1%}" for o in (a, b)))
+    for c, a, b, _ in rows:
+        if c.effect == 0.05 and c.cv == 0.03 and c.noisy is None:
+            line(f"+5 % CV 3 % {c.drift}: >= 95 %, mean <= 12",
+                 *(f"{o.rate('DIFFERENT'):.1%}, mean {o.runs.mean():.1f}" for o in (a, b)))
+        if c.effect == 0.05 and c.cv == 0.05:
+            line(f"+5 % CV 5 % {c.drift}: >= 80 % by 30",
+                 *(f"{o.rate_by('DIFFERENT', MAX_RUNS):.1%}" for o in (a, b)))
+    wrong = [sum(int((x[i].verdicts == "WRONG").sum()) for x in rows) for i in (1, 2)]
+    line("wrong-direction DIFFERENT", *(str(w) for w in wrong))
+    return out
+
+
+def plan_tradeoff(pairs: int, fpr_pairs: int) -> list[str]:
+    """Pooling with spending designs that stop sooner, against the same FPR checks."""
+    designs = [CURRENT, POOLED, Design("pair, gamma -1, full spend", -1.0, 1.0),
+               Design("pooled, gamma -2, full spend, no max", -2.0, 1.0, True, False),
+               Design("pooled, gamma -1, full spend, no max", -1.0, 1.0, True, False)]
+    out = []
+    for d in designs:
+        fast, slow = (simulate_plan(PlanCase(cv, 0.05, "none", pairs, MASTER_SEED + s), d)[0]
+                      for cv, s in ((0.03, 601), (0.05, 602)))
+        worst = simulate_plan(PlanCase(0.05, 0.0, "trend", fpr_pairs, MASTER_SEED + 603), d,
+                              margin=0.0)[0]
+        starts, two = (simulate_plan(PlanCase(cv, 0.0, drift, fpr_pairs, MASTER_SEED + s,
+                                              noisy), d)[0]
+                       for cv, drift, s, noisy in ((0.02, "process", 604, None),
+                                                   (0.03, "none", 605, 3)))
+        out.append(f"{d.name}: CV 3 % mean {fast.runs.mean():.1f}, CV 5 % found "
+                   f"{slow.rate_by('DIFFERENT', MAX_RUNS):.1%}; FPR SAME off (trend, CV 5 %) "
+                   f"{worst.rate('DIFFERENT'):.2%}, process {starts.rate('DIFFERENT'):.2%}, "
+                   f"2x sd {two.rate('DIFFERENT'):.2%}")
+    return out
+
+
+def first_look_at_two(cv: float = 0.03, effect: float = 0.05, z: float = 4.0) -> float:
+    """How often a DIFFERENT-only first look at 2 runs per arm, boundary `z`, with the
+    noise known (a t on any df only stops less), stops a +`effect` change: the most such a
+    look can take off the mean is this share of the runs saved."""
+    se = _sigma(cv) * math.sqrt(2.0 / 2)
+    return float(norm.sf(z - math.log1p(effect) / se))
+
+
+def render_plan(aa_pairs: int, power_pairs: int) -> str:
+    rows = []
+    for case in plan_cases(aa_pairs, power_pairs):
+        current, _ = simulate_plan(case, CURRENT)
+        pooled, used = simulate_plan(case, POOLED)
+        rows.append((case, current, pooled, used))
+    head = (f"{'scenario':<38}{'pairs':>6} | {'DIFF':>7} {'SAME':>7} {'SAME<=20':>8} "
+            f"{'mean':>5} {'p95':>4} | {'DIFF':>7} {'SAME':>7} {'SAME<=20':>8} {'mean':>5} "
+            f"{'p95':>4} {'borrow':>6}")
+    lines = ["Whole plan, as the runner runs it (5 cells: 2x2 + A/A replica, 4 ratio "
+             "comparisons escalated",
+             "together; the main one, spec/no_spec @ graph, counted; effect and 'arm' offset "
+             "on spec + graph):",
+             f"{'':<44} | {CURRENT.name:<34} | {POOLED.name}", head, "-" * len(head)]
+    for case, current, pooled, used in rows:
+        lines.append(f"{case.label:<38}{case.pairs:>6} | {_cells(current)} | {_cells(pooled)} "
+                     f"{used:6.0%}")
+    lines += ["", "Goals on the whole plan, side by side:", *_plan_goals(rows), "",
+              f"  Designs (the +5 % rows on {power_pairs // 2} pairs, FPRs on {aa_pairs // 2}):"]
+    lines += [f"    {x}" for x in plan_tradeoff(power_pairs // 2, aa_pairs // 2)]
+    lines += ["  A DIFFERENT-only first look at 2 runs per arm (boundary z 4, noise known) stops "
+              f"+5 % at CV 3 % {first_look_at_two():.1%}",
+              "  of the time: it cannot move the mean."]
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--pairs", type=int, default=10000, help="A/A pairs per scenario")
@@ -528,7 +708,13 @@ def main() -> None:
     ap.add_argument("--power-pairs", type=int, default=4000, help="pairs per effect scenario")
     ap.add_argument("--legacy-pairs", type=int, default=300,
                     help="pairs for the old procedure (one request at a time: slow)")
+    ap.add_argument("--plan-pairs", type=int, default=4000,
+                    help="A/A pairs per whole-plan scenario (half as many per effect)")
+    ap.add_argument("--plan-only", action="store_true", help="print the whole-plan section only")
     args = ap.parse_args()
+    if args.plan_only:
+        print(render_plan(args.plan_pairs, args.plan_pairs // 2))
+        return
     t0 = time.perf_counter()
     rows = []
     for sc in scenarios(args.pairs, args.power_pairs):
@@ -536,6 +722,8 @@ def main() -> None:
         old, naive, tt = simulate_old(sc, min(args.legacy_pairs, sc.pairs))
         rows.append((sc, new, old, naive, tt))
     print(render(rows, args.legacy_pairs, time.perf_counter() - t0, args.check_pairs))
+    print()
+    print(render_plan(args.plan_pairs, args.plan_pairs // 2))
 
 
 if __name__ == "__main__":

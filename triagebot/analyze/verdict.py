@@ -44,6 +44,14 @@ default keeps the band at 0 and the power.
 Stopping for SAME can only lower the chance of a later DIFFERENT, and the other way round,
 so each error bound holds with the other rule in place (non-binding boundaries).
 
+**Whose noise.** se comes from the pair's own runs. Pooling the run-to-run noise over
+every cell of the plan (a cell + round model: 14 instead of 5 degrees of freedom at the
+first look of the 2x2 + A/A plan, with an F-test homogeneity guard and never a smaller
+sigma than the pair's own) was measured on the whole plan as the runner escalates it
+(`bench/pooled_noise.py`, `bench/runner_sim.py`): it saves under one run per arm at CV 3 %,
+loses a little power at CV 5 % and SAME rate, and lets more than 1 % through when one cell
+of the pair is twice as noisy as the rest, so it is not used.
+
 **Drift.** Rounds alternate their order (ABBA) and are blocks of the model, so drift
 between rounds cancels and a linear drift within rounds cancels over each pair of rounds.
 A trend in time is still tested (`blocks.trend`) and reported when present.
