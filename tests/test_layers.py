@@ -15,6 +15,7 @@ EDGE_LIBRARIES = ("redis", "celery", "fastapi", "github", "httpx")
 
 PURE = (
     "triagebot.model",
+    "triagebot.frozen",
     "triagebot.errors",
     "triagebot.overrides",
     "triagebot.parse",

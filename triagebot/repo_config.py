@@ -54,7 +54,6 @@ from annotated_types import Ge, Le
 from pydantic import (
     AfterValidator,
     BaseModel,
-    ConfigDict,
     Field,
     StrictBool,
     StrictFloat,
@@ -66,6 +65,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from triagebot.frozen import Frozen
 from triagebot.model import Budget, GpuKind, PlanEngine, PlanPolicy
 from triagebot.overrides import ReproOptions
 
@@ -145,28 +145,24 @@ _JOB_MINUTES_MAX = _bounds("time_limit_s")[1] // 60
 _DAY_MINUTES_MAX = 64 * 24 * 60  # every GPU of a 64-GPU fleet, all day
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TriageConfig(_Section):
+class TriageConfig(Frozen):
     labels: tuple[LabelName, ...] = Field(default=(), max_length=MAX_ENTRIES)
     run: StrictBool = False
     pull_requests: StrictBool = False
 
 
-class AccessConfig(_Section):
+class AccessConfig(Frozen):
     users: tuple[Login, ...] = Field(default=(), max_length=MAX_ENTRIES)
     teams: tuple[Team, ...] = Field(default=(), max_length=MAX_ENTRIES)
 
 
-class DefaultsConfig(_Section):
+class DefaultsConfig(Frozen):
     engine: PlanEngine | None = None
     version: Version | None = None
     gpu: GpuKind | None = None
 
 
-class ModelsConfig(_Section):
+class ModelsConfig(Frozen):
     allow: tuple[ModelPattern, ...] = Field(default=(), max_length=MAX_ENTRIES)
     trust_remote_code: tuple[TrustedModel, ...] = Field(default=(), max_length=MAX_ENTRIES)
 
@@ -179,7 +175,7 @@ def _not_above(value: int, info: ValidationInfo, other: str) -> int:
     return value
 
 
-class BudgetConfig(_Section):
+class BudgetConfig(Frozen):
     # The maxima come first so that the checks of runs and per-job minutes can see them.
     max_cells: StrictInt = Field(default=_BUDGET.max_cells, ge=_bounds("max_cells")[0],
                                  le=_bounds("max_cells")[1])
@@ -201,7 +197,7 @@ class BudgetConfig(_Section):
         return _not_above(value, info, "gpu_minutes_per_day")
 
 
-class VerdictConfig(_Section):
+class VerdictConfig(Frozen):
     # Below ~1 % a SAME verdict needs hundreds of runs; above 20 % it says nothing.
     margin_pct: StrictFloat = Field(default=3.0, ge=0.5, le=20.0)
     # DIFFERENT means beyond ±negligible_pct %. 0 (the default) flags any real difference;
@@ -219,17 +215,15 @@ class VerdictConfig(_Section):
         return value
 
 
-class LabelsConfig(_Section):
+class LabelsConfig(Frozen):
     reproduced: LabelName | None = None
     not_reproduced: LabelName | None = None
     inconclusive: LabelName | None = None
     error: LabelName | None = None
 
 
-class RepoConfig(BaseModel):
+class RepoConfig(Frozen):
     """The whole file. Every section is optional; each absent one takes its safe default."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     triage: TriageConfig = Field(default_factory=TriageConfig)
     access: AccessConfig = Field(default_factory=AccessConfig)

@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
-FloatArray = NDArray[np.float64]
+from triagebot.analyze.arrays import FloatArray
+
 Rounds = Sequence[FloatArray]
 
 

@@ -16,9 +16,10 @@ from importlib import resources
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from triagebot.analyze.findings_models import Severity, SignatureHit
+from triagebot.frozen import Frozen
 
 # The tolerant vLLM line prefix (engines.md §4): optional process decoration, level,
 # timestamp, [file:line], then the message.
@@ -32,10 +33,8 @@ EVIDENCE_CHARS = 300
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-class Signature(BaseModel):
+class Signature(Frozen):
     """One catalogue entry (see the YAML file's header)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str = Field(pattern=r"^[a-z0-9_]{1,64}$")
     severity: Severity

@@ -17,18 +17,15 @@ differences that small. With no usable A/A pair the report says so.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Final
 
 import numpy as np
-from numpy.typing import NDArray
 
+from triagebot.analyze.arrays import FloatArray, Samples
 from triagebot.analyze.findings_models import CellSummary, Interaction, NoiseBand, Verdict
 from triagebot.analyze.verdict import DEFAULT_ALPHA, margin_band
 from triagebot.model import RunResult
-
-FloatArray = NDArray[np.float64]
-Samples = Sequence[float] | FloatArray
 
 CI_LEVEL: Final = 0.95
 RESAMPLES: Final = 2000

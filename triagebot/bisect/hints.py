@@ -11,9 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
 from triagebot.bisect.ranges import BisectError, is_sha, is_version
+from triagebot.frozen import Frozen
 
 _VER = r"v?(\d{1,4}\.\d{1,4}(?:\.\d{1,4}){0,2}(?:\.?(?:post|dev)\d{1,14})?)"
 _GOOD_WORDS = (r"fine|works?|worked|working|ok|okay|good|fast|faster|normal|correct|"
@@ -43,18 +42,14 @@ _FROM_TO = re.compile(rf"\bfrom\s+{_AT}\s+to\s+{_AT}\b", re.I)
 _UPGRADE = re.compile(r"upgrad|updat|bump|moving|moved|switch", re.I)
 
 
-class PointHint(BaseModel):
+class PointHint(Frozen):
     """A version the report says was good or bad, and the words that say so."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     version: str
     evidence: str
 
 
-class RangeHints(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class RangeHints(Frozen):
     good: PointHint | None = None
     bad: PointHint | None = None
 

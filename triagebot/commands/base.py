@@ -10,26 +10,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from triagebot.frozen import Frozen
 from triagebot.overrides import ReproOptions
 
 CommandName = Literal["repro", "help", "cancel", "status", "bisect"]
 
 
-class Position(BaseModel):
+class Position(Frozen):
     """1-based line and column of a character in the comment body as GitHub stores it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     line: int
     column: int
 
 
-class Command(BaseModel):
+class Command(Frozen):
     """One well-formed command. `text` is its normalised form: equal for equal commands."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: CommandName
     words: tuple[str, ...] = ()
@@ -38,10 +33,8 @@ class Command(BaseModel):
     position: Position
 
 
-class CommandError(BaseModel):
+class CommandError(Frozen):
     """A command the user meant but wrote wrongly; `message` says what to write instead."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str | None
     message: str

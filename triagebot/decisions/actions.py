@@ -14,17 +14,18 @@ from triagebot.model import Plan, ReproRequest
 
 
 @dataclass(frozen=True)
-class Reply:
+class _Words:
+    """Text for the one reply to the comment; the subclass says when it may be posted."""
+
+    text: str
+
+
+class Reply(_Words):
     """One section of the single reply to the comment."""
 
-    text: str
 
-
-@dataclass(frozen=True)
-class Refuse:
+class Refuse(_Words):
     """A polite refusal, posted at most once per user, thread and day (no spam lever)."""
-
-    text: str
 
 
 @dataclass(frozen=True)

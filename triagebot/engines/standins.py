@@ -27,7 +27,7 @@ import json
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from triagebot.frozen import Frozen
 
 # Scripts run with the repro's output folder as their working directory; the runner
 # links this folder there, so the ids below open as local paths and never hit a hub.
@@ -38,11 +38,9 @@ Family = Literal["llama", "qwen2", "mimo"]
 Role = Literal["target", "draft", "eagle", "eagle3"]
 
 
-class Corpus(BaseModel):
+class Corpus(Frozen):
     """A synthetic language: a seeded walk round a ring of made-up words (see
     `triagebot.run.standins.corpus_lines`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     seed: int = 0
     # A greedy lap of the ring takes 36-72 tokens, so a 96-token answer comes back round
@@ -59,9 +57,7 @@ class Corpus(BaseModel):
     vocab_size: int = 1024
 
 
-class Training(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class Training(Frozen):
     steps: int
     batch: int = 8
     seq_len: int = 64
@@ -69,10 +65,8 @@ class Training(BaseModel):
     seed: int = 0
 
 
-class Recipe(BaseModel):
+class Recipe(Frozen):
     """Everything that decides a stand-in's bytes: its id is a hash of this."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     family: Family
     role: Role

@@ -20,7 +20,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from triagebot.frozen import Frozen
 
 DATA_FILE = "vllm_releases.json"
 
@@ -28,19 +30,15 @@ DATA_FILE = "vllm_releases.json"
 # The shipped table
 
 
-class WheelProvenance(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class WheelProvenance(Frozen):
     filename: str
     sha256: str
     size: int
     commit: str | None = None  # short sha from vllm/_version.py; 0.10.0 has none
 
 
-class ReleaseInfo(BaseModel):
+class ReleaseInfo(Frozen):
     """Key names one release declares. Lists are sorted; enum members keep source order."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     version: str
     ok: bool
@@ -60,9 +58,7 @@ class ReleaseInfo(BaseModel):
     has_mm_processor_bench: bool = False
 
 
-class ReleaseTable(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class ReleaseTable(Frozen):
     schema_version: int = 1
     generated_by: str
     releases: dict[str, ReleaseInfo]

@@ -24,18 +24,17 @@ from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 from github import Github
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from triagebot.frozen import Frozen
 from triagebot.github.errors import GitHubError, classify
 
 T = TypeVar("T")
 _log = logging.getLogger(__name__)
 
 
-class RetryPolicy(BaseModel):
+class RetryPolicy(Frozen):
     """How hard to try. Tests lower the waits; production keeps GitHub's advice."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     attempts: int = Field(default=5, ge=1, le=20)
     backoff_base_s: float = Field(default=1.0, ge=0)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
+from triagebot.frozen import Frozen
 
 
-class ThreadComment(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class ThreadComment(Frozen):
     id: int
     author: str
     author_type: str
@@ -17,10 +15,8 @@ class ThreadComment(BaseModel):
     created_at: datetime
 
 
-class Thread(BaseModel):
+class Thread(Frozen):
     """An issue or pull request with its comments (the first `max_comments` of them)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     repo: str
     number: int

@@ -20,8 +20,12 @@ _SET_LINE = re.compile(
     r"[ \t]*(?:set|SET)[ \t]+"
     r"(?:\"([A-Za-z_]\w{0,100})=([^\"\n]*)\"|([A-Za-z_]\w{0,100})=(\S*))[ \t]*$"
 )
-_PS_ENV = re.compile(r"[ \t]*\$env:([A-Za-z_]\w{0,100})[ \t]*=[ \t]*(.*)$")
-_DOCKERFILE_ENV = re.compile(r"[ \t]*ENV[ \t]+([A-Z_][A-Z0-9_]{0,100})(?:=|[ \t]+)(.*)$")
+# Lines that set one variable, its name in group 1 and its value in group 2: PowerShell's
+# `$env:NAME = value` and Dockerfile `ENV NAME value` (or `ENV NAME=value`).
+_ONE_SETTING_LINES = (
+    re.compile(r"[ \t]*\$env:([A-Za-z_]\w{0,100})[ \t]*=[ \t]*(.*)$"),
+    re.compile(r"[ \t]*ENV[ \t]+([A-Z_][A-Z0-9_]{0,100})(?:=|[ \t]+)(.*)$"),
+)
 _NAME_ITEM = re.compile(r"name[ \t]*:[ \t]*[\"']?([A-Za-z_]\w*)[\"']?[ \t]*$")
 _VALUE_ITEM = re.compile(r"value[ \t]*:[ \t]*(.*)$")
 _FLOW_PAIR = re.compile(
@@ -76,7 +80,7 @@ class _EnvReader(_ScanState):
             name, val = (sm.group(1), sm.group(2)) if sm.group(1) else (sm.group(3), sm.group(4))
             self._set_env(name, val, line)
             return True
-        for rx in (_PS_ENV, _DOCKERFILE_ENV):
+        for rx in _ONE_SETTING_LINES:
             m = rx.match(body[:20_000])
             if m:
                 self._set_env(m.group(1), _yaml_scalar(m.group(2)), line)

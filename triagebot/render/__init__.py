@@ -11,9 +11,9 @@ from functools import cache
 from pathlib import Path
 
 import jinja2
-from pydantic import BaseModel, ConfigDict
 
 from triagebot.engines import adapter
+from triagebot.frozen import Frozen
 from triagebot.model import SCHEMA_VERSION, Cell, Plan
 from triagebot.render.check import RenderError, check_python, check_shell
 from triagebot.render.filters import FILTERS, UnsafeValue, finalize
@@ -22,9 +22,7 @@ from triagebot.templating import strict_environment
 __all__ = ["RenderError", "RenderedScript", "render_cell", "render_plan", "template_root"]
 
 
-class RenderedScript(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class RenderedScript(Frozen):
     cell_id: str | None
     filename: str
     language: str

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from triagebot.frozen import Frozen
 
 STAMP = ".triagebot-stamp.json"
 INSTALL_TIMEOUT_S = 3600
@@ -75,9 +75,7 @@ class ProvisionError(RuntimeError):
         super().__init__(full)
 
 
-class ProvisionedEnv(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class ProvisionedEnv(Frozen):
     python: str
     engine: str
     version: str | None

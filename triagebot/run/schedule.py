@@ -21,17 +21,14 @@ import itertools
 import random
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
-
+from triagebot.frozen import Frozen
 from triagebot.model import Plan
 
 _SHUFFLE_TRIES = 200
 
 
-class Slot(BaseModel):
+class Slot(Frozen):
     """One script start: `cell_id` measures `runs` runs in round `round`."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     cell_id: str
     runs: int

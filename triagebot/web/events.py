@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from triagebot.frozen import Frozen
+
 # GitHub's own limits on what a person can type; longer text is cut, not refused.
 MAX_BODY = 65_536
 MAX_TITLE = 1_024
@@ -38,9 +40,7 @@ class EventError(ValueError):
 # --- what we keep -----------------------------------------------------------------------------
 
 
-class Actor(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Actor(Frozen):
     login: str
     type: str = "User"
     id: int | None = None
@@ -50,9 +50,7 @@ class Actor(BaseModel):
         return self.type == "Bot" or self.login.endswith("[bot]")
 
 
-class CommentInfo(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class CommentInfo(Frozen):
     id: int
     body: str
     author: Actor
@@ -61,10 +59,8 @@ class CommentInfo(BaseModel):
     previous_body: str | None = None
 
 
-class ThreadEvent(BaseModel):
+class ThreadEvent(Frozen):
     """One delivery that may concern an issue or PR thread, in the shape handlers read."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     delivery: str
     event: EventName
