@@ -61,13 +61,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import t as student_t
 
 from triagebot.analyze import blocks, sequential
+from triagebot.analyze.arrays import FloatArray, Samples
 from triagebot.analyze.findings_models import (
     ComparisonResult,
     Decision,
@@ -75,9 +76,6 @@ from triagebot.analyze.findings_models import (
     NoiseBand,
     Verdict,
 )
-
-FloatArray = NDArray[np.float64]
-Samples = Sequence[float] | FloatArray
 
 DEFAULT_ALPHA: Final = 0.01
 SAME_ALPHA: Final = 0.05
@@ -287,20 +285,25 @@ def evaluate(
     return res, True
 
 
+class VerdictTerms(TypedDict, total=False):
+    """What `compare` and `next_step` pass through to `evaluate` unchanged; the defaults
+    live in `evaluate` alone."""
+
+    margin: float
+    negligible: float
+    alpha: float
+    same_alpha: float
+    name: str
+
+
 def compare(
     a_rounds: Sequence[Samples],
     b_rounds: Sequence[Samples],
-    *,
-    margin: float = DEFAULT_MARGIN,
-    negligible: float = DEFAULT_NEGLIGIBLE,
-    alpha: float = DEFAULT_ALPHA,
-    same_alpha: float = SAME_ALPHA,
-    name: str = "",
+    **terms: Unpack[VerdictTerms],
 ) -> ComparisonResult:
     """A single, final look (fixed sample): the A/A pair and one-off comparisons."""
     runs = max(1, min(sum(len(r) for r in a_rounds), sum(len(r) for r in b_rounds)))
-    return evaluate(a_rounds, b_rounds, look=0, schedule=[runs], margin=margin,
-                    negligible=negligible, alpha=alpha, same_alpha=same_alpha, name=name)[0]
+    return evaluate(a_rounds, b_rounds, look=0, schedule=[runs], **terms)[0]
 
 
 def next_step(
@@ -309,13 +312,9 @@ def next_step(
     runs_so_far: int,
     max_runs: int,
     *,
-    margin: float = DEFAULT_MARGIN,
-    negligible: float = DEFAULT_NEGLIGIBLE,
-    alpha: float = DEFAULT_ALPHA,
-    same_alpha: float = SAME_ALPHA,
     min_runs: int = MIN_RUNS,
     step: int = RUN_STEP,
-    name: str = "",
+    **terms: Unpack[VerdictTerms],
 ) -> Decision:
     """Look at a comparison after `runs_so_far` runs per arm: stop, or how many more.
 
@@ -326,9 +325,7 @@ def next_step(
     schedule = look_schedule(max_runs, min_runs, step)
     reached = [i for i, n in enumerate(schedule) if n <= runs_so_far]
     look = reached[-1] if reached else 0
-    result, fixable = evaluate(a_rounds, b_rounds, look=look, schedule=schedule,
-                               margin=margin, negligible=negligible, alpha=alpha,
-                               same_alpha=same_alpha, name=name)
+    result, fixable = evaluate(a_rounds, b_rounds, look=look, schedule=schedule, **terms)
     common = {"runs_so_far": runs_so_far, "max_runs": max_runs, "look": look,
               "looks_planned": len(schedule), "schedule": schedule}
     if not reached:
