@@ -36,6 +36,8 @@ class CommitInfo(BaseModel):
     pr_number: int | None = None
     pr_url: str = ""
     files: list[str] = Field(default_factory=list)
+    date: str = ""  # the committer date (ISO 8601): when it landed on the branch
+    parents: list[str] | None = None  # None where the listing did not say
 
 
 class RankedCommit(BaseModel):
@@ -69,11 +71,14 @@ def commits_from_compare(items: Sequence[dict[str, object]], repo: str) -> list[
         m = _PR_IN_TITLE.search(title)
         number = int(m.group(1)) if m else None
         files = item.get("files")
+        parents = item.get("parents")
         out.append(CommitInfo(
             sha=str(item.get("sha", "")), title=title, url=str(item.get("url", "")),
             pr_number=number,
             pr_url=f"https://github.com/{repo}/pull/{number}" if number else "",
-            files=[str(f) for f in files] if isinstance(files, list) else []))
+            files=[str(f) for f in files] if isinstance(files, list) else [],
+            date=str(item.get("date") or ""),
+            parents=[str(p) for p in parents] if isinstance(parents, list) else None))
     return out
 
 

@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from triagebot.bisect.ranges import BisectRange, Direction
+from triagebot.bisect.ranges import BisectRange, Direction, Level
 
 StepVerdict = Literal["good", "bad", "skip"]
 # A verdict this far past the step's own 1 % error budget needs no second run: a false
@@ -36,6 +36,7 @@ class Step(BaseModel):
 
     point: str
     verdict: StepVerdict
+    level: Level = "release"
     reason: str = ""
     measure: str = ""  # e.g. "spec/no_spec 0.82x [0.78, 0.86] (12 v 12 runs): DIFFERENT"
     runs: int = Field(default=0, ge=0)

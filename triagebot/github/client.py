@@ -131,8 +131,8 @@ class GitHubClient:
 
     def compare_commits(self, repo: str, base: str, head: str, *,
                         with_files: int = 40) -> list[dict[str, Any]] | None:
-        """The commits between two refs, oldest first, as {"sha", "title", "url",
-        "files"}; the changed paths of the newest `with_files` (one call each: the
+        """The commits between two refs, oldest first, as {"sha", "title", "url", "date",
+        "parents", "files"} (date: when it was committed to the branch); the changed paths of the newest `with_files` (one call each: the
         compare answer carries only the sum). None when a ref does not exist."""
         ref = re.compile(r"^[A-Za-z0-9._/-]{1,100}$")
         if not (ref.fullmatch(base) and ref.fullmatch(head)) or ".." in base + head:
@@ -144,8 +144,11 @@ class GitHubClient:
         out: list[dict[str, Any]] = []
         for c in data.get("commits", []):
             message = str(c.get("commit", {}).get("message", ""))
+            committer = c.get("commit", {}).get("committer") or {}
             out.append({"sha": str(c.get("sha", "")), "title": message.split("\n")[0][:200],
-                        "url": str(c.get("html_url", "")), "files": []})
+                        "url": str(c.get("html_url", "")), "files": [],
+                        "date": str(committer.get("date") or ""),
+                        "parents": [str(p.get("sha", "")) for p in c.get("parents") or []]})
         for item in out[-with_files:] if with_files else []:
             if not re.fullmatch(r"[0-9a-f]{7,40}", item["sha"]):
                 continue
