@@ -127,7 +127,10 @@ def bisect_command(
     run = BisectRun(
         package=package, range=rng, question=probe.question,
         predicate=_predicate_words(probe.question, request, errors),
-        notes=notes, command=_command(path, args.as_args()))
+        notes=notes, command=_command(path, [
+            *args.as_args(), *(["--repo", repo] if repo else []),
+            *(["--github-url", github_url] if github_url else []),
+            *(["--commit-index", commit_index] if commit_index else [])]))
     folder = out or Path("triagebot-out") / f"bisect-{package}-{rng.points[0]}-{rng.points[-1]}"
     settings = BisectSettings(out_dir=folder, cache_dir=cache or DEFAULT_CACHE,
                               find_links=find_links, max_env_gb=max_env_gb,

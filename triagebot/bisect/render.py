@@ -75,7 +75,7 @@ def _level_lines(run: BisectRun, lv: LevelResult) -> list[str]:
     lines = [
         "", f"### {_TITLE[rng.level]}", "",
         f"- Range: {good} (good) .. {bad} (bad), {rng.candidates} candidate "
-        f"{rng.level}s, searching {what}; with a clean predicate at most "
+        f"{_TITLE[rng.level].lower()}, searching {what}; with a clean predicate at most "
         f"{clean_steps_bound(rng.candidates)} steps.",
     ]
     if lv.stopped:

