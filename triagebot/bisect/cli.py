@@ -144,8 +144,8 @@ def bisect_command(
               f"{rng.points[-1]} into {escape(str(folder))}")
     github = GitHubSide(repo, github_url, commit_index, log)
     source = str(find_links) if find_links else index
-    deeper = Deeper(nightlies=lambda: ranges.nightlies(
-        envs.index_versions(nightly_package_for(package), source)), commits=github.commits)
+    deeper = Deeper(nightlies=lambda: ranges.nightlies(envs.index_versions(
+        nightly_package_for(package), source, wheels_here=True)), commits=github.commits)
     result = bisect(run, request, options, errors, settings,
                     store=FileStore(folder / "steps.jsonl"), deeper=deeper, log=log)
     ranked, why = github.candidates(result, request)

@@ -163,7 +163,7 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
 
     steps = RedisSteps(store.redis, steps_key(store, id_), settings.job_ttl_s)
     deeper = Deeper(nightlies=lambda: ranges.nightlies(
-        envs.index_versions(nightly_package_for(package), where)),
+        envs.index_versions(nightly_package_for(package), where, wheels_here=True)),
         commits=_ask_commits(runner, id_, stop))
     result = bisect(run, request, options, spec.errors, bisect_settings, store=steps,
                     deeper=deeper, log=lambda _m: None, on_step=on_step, stop=stop)
