@@ -32,6 +32,9 @@ negligible_pct = 0  # DIFFERENT means beyond ±negligible_pct % (default 0: any 
 
 [labels]            # set on the thread when a job ends with this outcome
 reproduced = "repro: confirmed"
+
+[bisect]            # where per-commit builds are: a package index per commit, {sha} = full SHA
+commit_index = "https://wheels.vllm.ai/{sha}"
 ```
 
 The file is written by maintainers but read by a service that spends GPU time on it, so it
@@ -65,6 +68,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
+from triagebot.bisect.commits import check_template
 from triagebot.frozen import Frozen
 from triagebot.model import Budget, GpuKind, PlanEngine, PlanPolicy
 from triagebot.overrides import ReproOptions
@@ -124,6 +128,7 @@ ModelPattern = Annotated[StrictStr, _matching(
 TrustedModel = Annotated[StrictStr, _matching(
     _TRUSTED, "not a model: write ORG/NAME, or ORG/NAME@<40-hex commit sha>")]
 LabelName = Annotated[StrictStr, AfterValidator(_label_name)]
+CommitIndex = Annotated[StrictStr, AfterValidator(check_template)]
 Version = Annotated[StrictStr, AfterValidator(_version)]
 
 
@@ -222,6 +227,11 @@ class LabelsConfig(Frozen):
     error: LabelName | None = None
 
 
+class BisectConfig(Frozen):
+    # Without it a bisect stops at releases (and nightlies) and ranks the commits there.
+    commit_index: CommitIndex | None = None
+
+
 class RepoConfig(Frozen):
     """The whole file. Every section is optional; each absent one takes its safe default."""
 
@@ -233,6 +243,7 @@ class RepoConfig(Frozen):
     budget_section: BudgetConfig = Field(default_factory=BudgetConfig, alias="budget")
     verdict: VerdictConfig = Field(default_factory=VerdictConfig)
     labels: LabelsConfig = Field(default_factory=LabelsConfig)
+    bisect: BisectConfig = Field(default_factory=BisectConfig)
 
     @classmethod
     def default(cls) -> RepoConfig:

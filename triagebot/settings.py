@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     # folder of wheels that is also the only place releases are installed from.
     bisect_index: str = "https://pypi.org/simple"
     bisect_find_links: Path | None = None
+    # How long a runner waits for the triage worker to list the commits below a bracket
+    # (the compare API is read on the triage side, which holds the GitHub credentials).
+    bisect_commits_wait_s: float = Field(default=300.0, gt=0)
     silence_limit_s: float = Field(default=600.0, gt=0)
     escalate: bool = True
 

@@ -1,6 +1,8 @@
 """`@triagebot bisect` end to end: a signed webhook -> uvicorn -> Redis -> a triage worker
 talking to the fake GitHub and a runner worker on the h100 queue, over the tiny engine's
-local package index. One comment, edited after each step, ends as the bisect section."""
+local package index (releases and nightlies) and its per-commit wheel index, which the
+repo's `.github/triagebot.toml` names. One comment, edited after each step, ends as the
+bisect section with the culprit commit."""
 
 from __future__ import annotations
 
@@ -14,7 +16,18 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.bisect.tiny_engine import BROKEN, CHANGE, RELEASES, REPORT, build_index
+from tests.bisect.tiny_engine import (
+    BROKEN,
+    CHANGE,
+    CHANGE_NIGHTLY,
+    CULPRIT,
+    LAST_GOOD,
+    RELEASES,
+    REPORT,
+    build_index,
+    compare,
+    serve_commit_index,
+)
 from tests.fakes.github_fixture import REPO
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.redis_fixture import make_settings
@@ -39,19 +52,17 @@ def service(fake_github: FakeGitHub, namespace: str,
     fake_github.add_issue(REPO, 42, "ngram slower than no speculation", REPORT,
                           author="reporter")
     fake_github.set_permission(REPO, "maint", "write")
-    previous = RELEASES[RELEASES.index(CHANGE) - 1]
-    fake_github.add_compare(REPO, f"v{previous}", f"v{CHANGE}", [
-        {"sha": "a1" * 20, "message": "[Spec Decode] ngram proposer: batch lookups (#2001)",
-         "files": ["vllm/v1/spec_decode/ngram_proposer.py"]},
-        {"sha": "b2" * 20, "message": "[Docs] fix a typo (#2002)", "files": ["docs/x.md"]},
-        {"sha": "c3" * 20, "message": "[CI] bump runners (#2003)",
-         "files": [".buildkite/test.yaml"]},
-    ])
+    compare(fake_github, REPO)
+    index = contextlib.ExitStack()
+    template = index.enter_context(serve_commit_index(tmp_path / "commits"))
+    fake_github.set_file(REPO, ".github/triagebot.toml",
+                         f'[bisect]\ncommit_index = "{template}"\n')
     triage = Worker("triage", settings_env(settings, github=True), tmp_path / "triage.log",
                     f"triage-{namespace}@test")
     gpu = Worker("gpu-h100", settings_env(settings, github=False), tmp_path / "gpu.log",
                  f"gpu-{namespace}@test")
     with contextlib.ExitStack() as stack:
+        stack.enter_context(index)
         stack.callback(triage.stop)
         stack.callback(lambda: service_gpu[0].stop())
         service_gpu = [gpu]
@@ -74,22 +85,26 @@ def test_bisect_comment_to_one_converging_comment(service: dict[str, Any]) -> No
     assert job.command.startswith(f"bisect good={RELEASES[0]} bad={RELEASES[-1]}")
     [comment] = bot_comments(service["fake"])
     body = comment.body
-    previous = RELEASES[RELEASES.index(CHANGE) - 1]
-    assert f"**first bad: {CHANGE}**, last good: {previous}" in body
-    assert "## Bisect" in body
+    # Releases, then nightlies, then the commits of the nightlies' days: the culprit.
+    assert f"**first bad: {CULPRIT[:10]}**" in body
+    assert (f"Narrowed from releases {LAST_GOOD} .. {CHANGE}, then nightlies" in body
+            and f".. {CHANGE_NIGHTLY}." in body)
+    assert "**Culprit:** [[Spec Decode] ngram: look up every step (#3013)]" in body
+    assert "## Bisect" in body and "### Nightlies" in body and "### Commits" in body
     assert "triagebot bisect https://github.com/acme/engine/issues/42" in body
     steps = _steps(service, job.id)
-    assert {s.point: s.verdict for s in steps}[BROKEN] == "skip"
+    assert {s.point: s.verdict for s in steps if s.level == "release"}[BROKEN] == "skip"
+    assert {s.level for s in steps} == {"release", "nightly", "commit"}
     # The comment was edited as steps finished: some edit shows a step table but no answer.
     edits = service["fake"].calls_to("PATCH", rf"/repos/acme/engine/issues/comments/{comment.id}")
     partial = [c.body["body"] for c in edits if "| 1 |" in c.body["body"]
                and "In progress" in c.body["body"]]
     assert partial, [c.body["body"][:200] for c in edits]
-    # The commits between the two releases, ranked against the report's subject (ngram).
+    # The commits of the final bracket, ranked against the report's subject (ngram).
     assert "Candidates, ranked" in body
-    first = body.index("ngram proposer: batch lookups")
-    assert first < body.index("fix a typo")
-    assert "https://github.com/acme/engine/pull/2001" in body
+    assert body.index("1. [[Spec Decode] ngram: look up every step") < body.index(
+        "2. [[Misc]")
+    assert "https://github.com/acme/engine/pull/3013" in body
     page = httpx.get(f"{service['web'].url}/jobs/{job.id}.json", timeout=10).json()
     assert page["state"] == "done" and "Candidates, ranked" in page["report"]
     html = httpx.get(f"{service['web'].url}/jobs/{job.id}", timeout=10)

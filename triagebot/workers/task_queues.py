@@ -6,6 +6,8 @@ HANDLE_EVENT = "triagebot.handle_event"  # triage queue: a normalised webhook ev
 RUN_JOB = "triagebot.run_job"  # gpu-<kind> queue: run a job's plan
 PROGRESS = "triagebot.progress"  # triage queue: edit the job's comment with progress
 PUBLISH = "triagebot.publish"  # triage queue: post the final report, labels, reaction
+# triage queue: read the commits below a bisect's bracket for its runner (GitHub's side)
+BISECT_COMMITS = "triagebot.bisect_commits"
 CANARY = "triagebot.canary"  # any queue: proves a worker consumes end to end
 
 TRIAGE_QUEUE = "triage"

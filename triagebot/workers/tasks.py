@@ -89,6 +89,16 @@ def register(app: Celery) -> None:
         except TRANSIENT as exc:
             log.warning("progress for %s skipped: %s", job_id, exc)
 
+    @app.task(name=task_queues.BISECT_COMMITS, bind=True, acks_late=True, max_retries=3)
+    def bisect_commits(self: Task, job_id: str, run_json: str) -> None:
+        # The runner waits for the answer; one it never gets ends its wait with a note.
+        try:
+            triage().bisect_commits(job_id, run_json)
+        except TRANSIENT as exc:
+            if self.request.retries < self.max_retries and not _permanent(exc):
+                _transient(self, exc)
+            log.error("%s: no commits for %s: %s", self.name, job_id, exc)
+
     @app.task(name=task_queues.PUBLISH, bind=True, acks_late=True, **_RETRY)
     def publish(self: Task, job_id: str) -> None:
         try:

@@ -104,6 +104,18 @@ class _JobWork(_TriageBase):
         last = job.progress_posted_at
         return last is None or time.time() - last >= self.settings.progress_interval_s
 
+    def bisect_commits(self, id_: str, run_json: str) -> None:
+        """A bisect's runner asks for the commits below its bracket: read them (and the
+        repo's per-commit wheel index) and leave the answer where it waits."""
+        from triagebot.bisect.service import answer_commits
+
+        job = self.store.get(id_)
+        if job is None or job.terminal:
+            return
+        gh = self.github(job.installation_id)
+        config, problems = self._config(gh, job.repo)
+        answer_commits(gh, job, self.store, run_json, config.bisect.commit_index, problems)
+
     def publish(self, id_: str) -> None:
         """The job ended: its comment becomes the report (or says why there is none)."""
         job = self.store.get(id_)

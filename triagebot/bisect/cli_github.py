@@ -1,0 +1,89 @@
+"""What `triagebot bisect` reads from GitHub: the commits of the final bracket (for the
+commit level and the ranked candidates) and the repo's `[bisect] commit_index`.
+
+GitHub is optional here: without a repo, a token or an answer, the bisect stops at
+releases and nightlies and says plainly why it shows no candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from triagebot.bisect import deeper as below
+from triagebot.bisect.rank import RankedCommit
+from triagebot.bisect.runner import BisectRun, CommitPlan
+from triagebot.model import ReproRequest
+
+Log = Callable[[str], None]
+
+
+class GitHubSide:
+    """The CLI's GitHub client for one repo, or the reason there is none."""
+
+    def __init__(self, repo: str | None, api_url: str | None, template: str | None,
+                 log: Log) -> None:
+        from triagebot.github.client import GitHubClient
+        from triagebot.settings import SettingsError, load_settings
+
+        self.repo, self.template, self.log = repo, template, log
+        self.reader: below.CompareReader | None = None
+        self.why = ""
+        if repo is None:
+            self.why = ("no GitHub repo to read commits from: pass --repo OWNER/NAME or an "
+                        "issue URL")
+            return
+        try:
+            settings = load_settings(**({"github_api_url": api_url} if api_url else {}))
+        except SettingsError as exc:
+            self.why = f"GitHub settings unusable: {exc}"
+            return
+        token = settings.github_token.get_secret_value() if settings.github_token else None
+        self.reader = below.CompareReader(GitHubClient.with_token(settings, token), repo)
+        if template is None:
+            self.template = self._repo_template()
+
+    def _repo_template(self) -> str | None:
+        from triagebot.github.errors import GitHubError
+        from triagebot.repo_config import PATH, RepoConfigError, parse_repo_config
+
+        assert self.reader is not None and self.repo is not None
+        try:
+            text = self.reader.gh.file_text(self.repo, PATH)
+            return parse_repo_config(text).bisect.commit_index if text else None
+        except GitHubError as exc:
+            self.log(f"cannot read {self.repo}'s {PATH}: {exc}")
+        except RepoConfigError as exc:
+            self.log(f"{self.repo}'s {exc}; per-commit bisect is off")
+        return None
+
+    def commits(self, run: BisectRun) -> CommitPlan | str:
+        from triagebot.github.errors import GitHubError
+
+        if self.reader is None or self.repo is None:
+            return self.why
+        if not self.template:
+            return below.commit_plan(run, [], self.repo, None)
+        try:
+            items = self.reader.items(run)
+        except GitHubError as exc:
+            return f"no commit level: GitHub did not answer ({exc})"
+        return below.commit_plan(run, items, self.repo, self.template)
+
+    def candidates(self, run: BisectRun, request: ReproRequest) -> tuple[
+            list[RankedCommit], str]:
+        """The top-5 commits of the final bracket, or a sentence saying why none."""
+        from triagebot.github.errors import GitHubError
+
+        if self.reader is None or self.repo is None:
+            return [], f"no candidates: {self.why}"
+        if below.release_tags(run) is None:
+            return [], "no candidates: the release level did not finish"
+        try:
+            items = self.reader.items(run)
+        except GitHubError as exc:
+            return [], f"no candidates: GitHub did not answer ({exc})"
+        if items is None:
+            tags = below.release_tags(run) or ("", "")
+            return [], f"no candidates: {self.repo} has no comparable tags {tags[0]} and {tags[1]}"
+        found = below.ranked(run, items, self.repo, request)
+        return found, "" if found else "no candidates: no commit lies in the final bracket"
