@@ -19,7 +19,8 @@ def create_app(settings: Settings, *, redis_client: redis.Redis | None = None) -
 
     Raises SettingsError without a webhook secret: an ingress that accepts unsigned
     deliveries must not start. A Redis client passed in is used as it is and left open;
-    one built here (on first use) is closed at shutdown.
+    one built here (on first use) is closed at shutdown. The webhook's asyncio client is
+    always built here, from `settings.redis_url`.
     """
     settings.require_webhook()
     service = Service(settings, redis_client=redis_client)
@@ -31,7 +32,7 @@ def create_app(settings: Settings, *, redis_client: redis.Redis | None = None) -
         try:
             yield
         finally:
-            service.close()
+            await service.aclose()
 
     app = FastAPI(title="triagebot", docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=lifespan)
