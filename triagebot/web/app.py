@@ -37,6 +37,7 @@ def create_app(settings: Settings, *, redis_client: redis.Redis | None = None) -
     app = FastAPI(title="triagebot", docs_url=None, redoc_url=None, openapi_url=None,
                   lifespan=lifespan)
     app.state.service = service
-    for module in (webhook, health, metrics_route, jobs_page):
+    app.add_middleware(webhook.WebhookRoute)
+    for module in (health, metrics_route, jobs_page):
         app.include_router(module.router)
     return app
