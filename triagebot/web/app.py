@@ -34,8 +34,13 @@ def create_app(settings: Settings, *, redis_client: redis.Redis | None = None) -
         finally:
             await service.aclose()
 
+    # Prometheus metrics and one log line per delivery are the service's telemetry;
+    # FastAPI's OpenTelemetry hooks would otherwise look up global providers on every
+    # request (a measurable share of a delivery's CPU), and trace each one if some
+    # library set a provider.
     app = FastAPI(title="triagebot", docs_url=None, redoc_url=None, openapi_url=None,
-                  lifespan=lifespan)
+                  lifespan=lifespan,
+                  telemetry={"tracing": False, "metrics": False, "logs": False})
     app.state.service = service
     app.add_middleware(webhook.WebhookRoute)
     for module in (health, metrics_route, jobs_page):
