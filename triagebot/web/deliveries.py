@@ -9,11 +9,15 @@ duplicate); concurrent copies of one delivery queue it once. It is also one roun
 instead of three.
 
 The client is redis-py's asyncio one, used on the event loop: a blocking client needs a
-thread hop per delivery, which cost more CPU than everything else the ingress does.
+thread hop per delivery, which cost more CPU than everything else the ingress does. Its
+pool opens a connection per concurrent call, so calls in flight are capped (as the thread
+pool capped them before): a burst waits for a slot, at most half the Redis timeout,
+rather than opening hundreds of connections.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import redis.asyncio
@@ -22,6 +26,8 @@ from triagebot.settings import Settings
 
 # GitHub sends a GUID; anything else is refused before it becomes part of a Redis key.
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+# Script calls in flight at once per process (so Redis connections per process).
+MAX_IN_FLIGHT = 64
 
 _ENQUEUE_ONCE = """
 if redis.call('SET', KEYS[1], 'done', 'NX', 'EX', ARGV[1]) then
@@ -37,12 +43,27 @@ class Deliveries:
         self.settings = settings
         self.redis = client
         self._enqueue_once = client.register_script(_ENQUEUE_ONCE)
+        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
 
     def key(self, delivery: str) -> str:
         return self.settings.key("delivery", delivery)
 
     async def enqueue_once(self, delivery: str, queue: str, message: bytes) -> bool:
-        """Queue `message` on `queue` unless `delivery` was seen; True when it was queued."""
-        return bool(await self._enqueue_once(
-            keys=[self.key(delivery), self.settings.celery_key_prefix + queue],
-            args=[self.settings.delivery_ttl_s, message]))
+        """Queue `message` on `queue` unless `delivery` was seen; True when it was queued.
+
+        Raises TimeoutError when no slot frees within half the Redis timeout, and redis-py's
+        errors when Redis fails or does not answer in time.
+        """
+        if self._slots.locked():
+            # Only a full house pays for a timer. Half the Redis timeout, so waiting and
+            # then a call that times out still answer well within a second.
+            await asyncio.wait_for(self._slots.acquire(),
+                                   self.settings.ingress_redis_timeout_s / 2)
+        else:
+            await self._slots.acquire()
+        try:
+            return bool(await self._enqueue_once(
+                keys=[self.key(delivery), self.settings.celery_key_prefix + queue],
+                args=[self.settings.delivery_ttl_s, message]))
+        finally:
+            self._slots.release()
