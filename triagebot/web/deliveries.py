@@ -12,7 +12,9 @@ The client is redis-py's asyncio one, used on the event loop: a blocking client 
 thread hop per delivery, which cost more CPU than everything else the ingress does. Its
 pool opens a connection per concurrent call, so calls in flight are capped (as the thread
 pool capped them before): a burst waits for a slot, at most half the Redis timeout,
-rather than opening hundreds of connections.
+rather than opening hundreds of connections. Each call's time limit is `within`'s, which
+a stalled process does not turn into a false 503 (see `deadline.py`); the client's own
+socket timeouts are only a backstop.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import re
 import redis.asyncio
 
 from triagebot.settings import Settings
+from triagebot.web.deadline import within
 
 # GitHub sends a GUID; anything else is refused before it becomes part of a Redis key.
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
@@ -54,16 +57,16 @@ class Deliveries:
         Raises TimeoutError when no slot frees within half the Redis timeout, and redis-py's
         errors when Redis fails or does not answer in time.
         """
+        timeout = self.settings.ingress_redis_timeout_s
         if self._slots.locked():
             # Only a full house pays for a timer. Half the Redis timeout, so waiting and
             # then a call that times out still answer well within a second.
-            await asyncio.wait_for(self._slots.acquire(),
-                                   self.settings.ingress_redis_timeout_s / 2)
+            await within(timeout / 2, self._slots.acquire())
         else:
             await self._slots.acquire()
         try:
-            return bool(await self._enqueue_once(
+            return bool(await within(timeout, self._enqueue_once(
                 keys=[self.key(delivery), self.settings.celery_key_prefix + queue],
-                args=[self.settings.delivery_ttl_s, message]))
+                args=[self.settings.delivery_ttl_s, message])))
         finally:
             self._slots.release()

@@ -24,6 +24,8 @@ from triagebot.web.body import BodyBudget
 from triagebot.web.deliveries import Deliveries
 from triagebot.web.metrics import Metrics
 
+BACKSTOP_TIMEOUT_S = 5.0
+
 
 class Service:
     def __init__(self, settings: Settings, *, redis_client: redis.Redis | None = None) -> None:
@@ -54,7 +56,10 @@ class Service:
 
     @cached_property
     def _async_redis(self) -> AsyncRedis:
-        return connect_async(self.settings, self.settings.ingress_redis_timeout_s)
+        # The ingress's short limit is applied per call by `Deliveries` (see deadline.py);
+        # the client's own timeouts, asyncio timers that a stall can fire falsely, are
+        # only a backstop.
+        return connect_async(self.settings, BACKSTOP_TIMEOUT_S)
 
     def prepare(self) -> None:
         """Build the helpers ahead of the first request; nothing connects yet."""
