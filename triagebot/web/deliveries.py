@@ -54,8 +54,8 @@ class Deliveries:
     async def enqueue_once(self, delivery: str, queue: str, message: bytes) -> bool:
         """Queue `message` on `queue` unless `delivery` was seen; True when it was queued.
 
-        Raises TimeoutError when no slot frees within half the Redis timeout, and redis-py's
-        errors when Redis fails or does not answer in time.
+        Raises TimeoutError when no slot frees within half the Redis timeout or Redis does
+        not answer within it, and redis-py's errors when Redis fails.
         """
         timeout = self.settings.ingress_redis_timeout_s
         if self._slots.locked():
