@@ -15,6 +15,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -23,6 +24,7 @@ import redis
 
 from tests.web.support import deliver, fixture, queued
 from triagebot.settings import Settings
+from triagebot.web.deliveries import MAX_IN_FLIGHT
 
 # Measured figures go to the log: pytest shows them with a failure or with --log-cli-level=INFO.
 log = logging.getLogger(__name__)
@@ -64,6 +66,20 @@ def own_redis(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
         proc.wait(timeout=10)
 
 
+def _port(url: str) -> int:
+    return int(url.rsplit(":", 1)[1].split("/")[0])
+
+
+def _established_to(port: int) -> int:
+    """Open TCP connections to 127.0.0.1:`port` on this machine, from /proc/net/tcp."""
+    count = 0
+    for row in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = row.split()
+        if fields[3] == "01" and int(fields[2].rsplit(":", 1)[1], 16) == port:
+            count += 1
+    return count
+
+
 def _timed(call: Callable[[], httpx.Response]) -> tuple[httpx.Response, float]:
     started = time.monotonic()
     response = call()
@@ -91,6 +107,28 @@ def test_frozen_redis_answers_503_within_a_second(
     log.info(f"frozen Redis: webhook 503 in {', '.join(f'{t:.2f}' for t in timings)} s; "
           f"/readyz 503 in {ready_took:.2f} s")
     assert max(timings) < 1.0 and ready_took < 1.0
+    # A burst past the cap on Redis calls in flight (MAX_IN_FLIGHT): those calls time out,
+    # the rest wait at most half the timeout for a slot and never open a connection; every
+    # one is a 503. The ingress's part is at most 0.75 s; the margin is for 80 client
+    # threads on a shared machine.
+    burst = MAX_IN_FLIGHT + 16
+    limits = httpx.Limits(max_connections=burst, max_keepalive_connections=burst)
+    peak = 0
+    with httpx.Client(timeout=30, limits=limits) as client, \
+            ThreadPoolExecutor(max_workers=burst) as pool:
+        futures = [pool.submit(_timed, lambda i=i: deliver(
+            client, url, "issue_comment", payload, delivery=f"burst-{i}"))
+            for i in range(burst)]
+        while not all(f.done() for f in futures):
+            peak = max(peak, _established_to(_port(url_of_redis)))
+            time.sleep(0.01)
+        answers = [f.result() for f in futures]
+    log.info(f"frozen Redis, {burst} at once: slowest 503 in "
+             f"{max(took for _, took in answers):.2f} s; at most {peak} connections open")
+    assert [r.status_code for r, _ in answers] == [503] * burst
+    assert max(took for _, took in answers) < 1.5
+    # The pages' blocking client may hold one or two besides the capped ones.
+    assert MAX_IN_FLIGHT // 2 < peak <= MAX_IN_FLIGHT + 2
     os.kill(proc.pid, signal.SIGCONT)
     # Thawed, Redis runs the scripts it had received: record-and-queue is one atomic step,
     # so the delivery is queued exactly once, and its redelivery is rightly a duplicate.

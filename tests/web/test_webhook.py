@@ -29,6 +29,7 @@ from triagebot.web.app import create_app
 from triagebot.web.events import normalise
 from triagebot.web.signature import sign
 from triagebot.web.task_message import task_message
+from triagebot.web.webhook import INLINE_SCREEN_BYTES
 from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery
 
@@ -161,6 +162,26 @@ def test_ping_is_answered(url: str, http: httpx.Client) -> None:
     response = deliver(http, url, "ping", fixture("ping"))
     assert response.status_code == 200
     assert response.json() == {"ok": True, "zen": "Design for failure."}
+
+
+def test_only_post_is_served_at_the_webhook(url: str, http: httpx.Client) -> None:
+    # POST /webhook is answered ahead of FastAPI's routing; other methods still get 405.
+    for method in ("GET", "PUT", "DELETE"):
+        response = http.request(method, f"{url}/webhook")
+        assert response.status_code == 405, method
+        assert response.headers["allow"] == "POST"
+
+
+def test_a_large_delivery_is_screened_off_the_loop_and_queued(
+        url: str, http: httpx.Client, settings: Settings, redis_client: redis.Redis) -> None:
+    # Bodies over INLINE_SCREEN_BYTES are parsed in a worker thread: same answer, same queue.
+    payload = fixture("issue_comment.created")
+    payload["padding"] = "x" * (INLINE_SCREEN_BYTES + 1024)
+    response = deliver(http, url, "issue_comment", payload)
+    assert response.status_code == 202 and response.json().get("queued"), response.text
+    [message] = queued(redis_client, settings)
+    assert message["task"] == task_queues.HANDLE_EVENT
+    assert message["args"][0]["comment"]["body"] == payload["comment"]["body"]
 
 
 @pytest.mark.parametrize(("event", "name"), [

@@ -16,10 +16,10 @@ import json
 import time
 from collections.abc import Sequence
 
-from triagebot.jobs.store_records import _beat, connect, text_of, utc_day
+from triagebot.jobs.store_records import _beat, connect, connect_async, text_of, utc_day
 from triagebot.jobs.store_runs import _RunStore
 
-__all__ = ["CELL_BUCKETS", "JobStore", "connect", "text_of", "utc_day"]
+__all__ = ["CELL_BUCKETS", "JobStore", "connect", "connect_async", "text_of", "utc_day"]
 
 # Buckets of the cell-duration histogram, in seconds.
 CELL_BUCKETS: tuple[float, ...] = (5, 15, 30, 60, 120, 300, 600, 1200, 2400, 3600)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
+import redis.asyncio
 
 from triagebot.jobs.record import (
     MOVES,
@@ -73,9 +74,18 @@ def connect(settings: Settings, timeout_s: float = 5.0) -> redis.Redis:
 
     `timeout_s` bounds every call (connecting included): the ingress passes its short one.
     """
-    return redis.Redis.from_url(settings.redis_url, socket_timeout=timeout_s,
-                                socket_connect_timeout=min(2.0, timeout_s),
-                                health_check_interval=30)
+    return redis.Redis.from_url(settings.redis_url, **_client_options(timeout_s))
+
+
+def connect_async(settings: Settings, timeout_s: float) -> redis.asyncio.Redis:
+    """An asyncio client for the service's Redis, bounded like `connect`'s; it connects on
+    first use, in the event loop that uses it."""
+    return redis.asyncio.Redis.from_url(settings.redis_url, **_client_options(timeout_s))
+
+
+def _client_options(timeout_s: float) -> dict[str, Any]:
+    return {"socket_timeout": timeout_s, "socket_connect_timeout": min(2.0, timeout_s),
+            "health_check_interval": 30}
 
 
 class _Keys:

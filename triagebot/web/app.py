@@ -19,7 +19,8 @@ def create_app(settings: Settings, *, redis_client: redis.Redis | None = None) -
 
     Raises SettingsError without a webhook secret: an ingress that accepts unsigned
     deliveries must not start. A Redis client passed in is used as it is and left open;
-    one built here (on first use) is closed at shutdown.
+    one built here (on first use) is closed at shutdown. The webhook's asyncio client is
+    always built here, from `settings.redis_url`.
     """
     settings.require_webhook()
     service = Service(settings, redis_client=redis_client)
@@ -31,11 +32,17 @@ def create_app(settings: Settings, *, redis_client: redis.Redis | None = None) -
         try:
             yield
         finally:
-            service.close()
+            await service.aclose()
 
+    # Prometheus metrics and one log line per delivery are the service's telemetry;
+    # FastAPI's OpenTelemetry hooks would otherwise look up global providers on every
+    # request (a measurable share of a delivery's CPU), and trace each one if some
+    # library set a provider.
     app = FastAPI(title="triagebot", docs_url=None, redoc_url=None, openapi_url=None,
-                  lifespan=lifespan)
+                  lifespan=lifespan,
+                  telemetry={"tracing": False, "metrics": False, "logs": False})
     app.state.service = service
-    for module in (webhook, health, metrics_route, jobs_page):
+    app.add_middleware(webhook.WebhookRoute)
+    for module in (health, metrics_route, jobs_page):
         app.include_router(module.router)
     return app

@@ -56,11 +56,15 @@ class BodyBudget:
     async def reserve(self, size: int) -> AsyncIterator[None]:
         size = min(size, self.limit)
         async with self._room:
-            try:
-                await asyncio.wait_for(
-                    self._room.wait_for(lambda: self.used + size <= self.limit), self.wait_s)
-            except TimeoutError:
-                raise NoRoom from None
+            # Waiting costs a task and a timer; skip it when there is room already, as
+            # there nearly always is.
+            if self.used + size > self.limit:
+                try:
+                    await asyncio.wait_for(
+                        self._room.wait_for(lambda: self.used + size <= self.limit),
+                        self.wait_s)
+                except TimeoutError:
+                    raise NoRoom from None
             self.used += size
         try:
             yield

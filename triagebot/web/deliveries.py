@@ -7,18 +7,30 @@ leaves no window to reason about: a crash before it changes nothing; a Redis tha
 and runs it later both records and queues the delivery (so its redelivery is rightly a
 duplicate); concurrent copies of one delivery queue it once. It is also one round trip
 instead of three.
+
+The client is redis-py's asyncio one, used on the event loop: a blocking client needs a
+thread hop per delivery, which cost more CPU than everything else the ingress does. Its
+pool opens a connection per concurrent call, so calls in flight are capped (as the thread
+pool capped them before): a burst waits for a slot, at most half the Redis timeout,
+rather than opening hundreds of connections. Each call's time limit is `within`'s, which
+a stalled process does not turn into a false 503 (see `deadline.py`); the client's own
+socket timeouts are only a backstop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 
-import redis
+import redis.asyncio
 
 from triagebot.settings import Settings
+from triagebot.web.deadline import within
 
 # GitHub sends a GUID; anything else is refused before it becomes part of a Redis key.
 DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+# Script calls in flight at once per process (so Redis connections per process).
+MAX_IN_FLIGHT = 64
 
 _ENQUEUE_ONCE = """
 if redis.call('SET', KEYS[1], 'done', 'NX', 'EX', ARGV[1]) then
@@ -30,16 +42,31 @@ return 0
 
 
 class Deliveries:
-    def __init__(self, settings: Settings, client: redis.Redis) -> None:
+    def __init__(self, settings: Settings, client: redis.asyncio.Redis) -> None:
         self.settings = settings
         self.redis = client
         self._enqueue_once = client.register_script(_ENQUEUE_ONCE)
+        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
 
     def key(self, delivery: str) -> str:
         return self.settings.key("delivery", delivery)
 
-    def enqueue_once(self, delivery: str, queue: str, message: bytes) -> bool:
-        """Queue `message` on `queue` unless `delivery` was seen; True when it was queued."""
-        return bool(self._enqueue_once(
-            keys=[self.key(delivery), self.settings.celery_key_prefix + queue],
-            args=[self.settings.delivery_ttl_s, message]))
+    async def enqueue_once(self, delivery: str, queue: str, message: bytes) -> bool:
+        """Queue `message` on `queue` unless `delivery` was seen; True when it was queued.
+
+        Raises TimeoutError when no slot frees within half the Redis timeout or Redis does
+        not answer within it, and redis-py's errors when Redis fails.
+        """
+        timeout = self.settings.ingress_redis_timeout_s
+        if self._slots.locked():
+            # Only a full house pays for a timer. Half the Redis timeout, so waiting and
+            # then a call that times out still answer well within a second.
+            await within(timeout / 2, self._slots.acquire())
+        else:
+            await self._slots.acquire()
+        try:
+            return bool(await within(timeout, self._enqueue_once(
+                keys=[self.key(delivery), self.settings.celery_key_prefix + queue],
+                args=[self.settings.delivery_ttl_s, message])))
+        finally:
+            self._slots.release()

@@ -1,10 +1,13 @@
-"""What the routes share: settings, the Redis client built on first use, and the helpers
-over it.
+"""What the routes share: settings, the Redis clients built on first use, and the helpers
+over them.
 
-Building the client lazily keeps `create_app` free of connections (and importable
-anywhere); building it once keeps its connection pool warm across requests. Its timeout is
-the ingress's short one, so a hung Redis costs a request at most that. The ingress needs
-no Celery client: it writes task messages itself (see `task_message.py`).
+Building the clients lazily keeps `create_app` free of connections (and importable
+anywhere); building them once keeps their connection pools warm across requests. Their
+timeout is the ingress's short one, so a hung Redis costs a request at most that. Two
+clients: the webhook's dedupe-and-enqueue runs on the event loop with an asyncio client
+(its own, always from `redis_url`); the pages, health and metrics use a blocking one in
+threads. The ingress needs no Celery client: it writes task messages itself (see
+`task_message.py`).
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ import threading
 from functools import cached_property
 
 import redis
+from redis.asyncio import Redis as AsyncRedis
 
-from triagebot.jobs.store import JobStore, connect
+from triagebot.jobs.store import JobStore, connect, connect_async
 from triagebot.settings import Settings
 from triagebot.web.body import BodyBudget
 from triagebot.web.deliveries import Deliveries
 from triagebot.web.metrics import Metrics
+
+BACKSTOP_TIMEOUT_S = 5.0
 
 
 class Service:
@@ -46,12 +52,21 @@ class Service:
 
     @cached_property
     def deliveries(self) -> Deliveries:
-        return Deliveries(self.settings, self.redis)
+        return Deliveries(self.settings, self._async_redis)
+
+    @cached_property
+    def _async_redis(self) -> AsyncRedis:
+        # The ingress's short limit is applied per call by `Deliveries` (see deadline.py);
+        # the client's own timeouts, asyncio timers that a stall can fire falsely, are
+        # only a backstop.
+        return connect_async(self.settings, BACKSTOP_TIMEOUT_S)
 
     def prepare(self) -> None:
         """Build the helpers ahead of the first request; nothing connects yet."""
         _ = self.jobs, self.deliveries
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
+        if "_async_redis" in self.__dict__:
+            await self._async_redis.aclose()
         if self._own_redis and self._redis is not None:
             self._redis.close()

@@ -6,16 +6,19 @@ not even when Redis hangs and runs the script later. That script needs the messa
 bytes: this is Celery's task protocol 2 in Kombu's Redis envelope, the exact shape
 `send_task` writes (a test compares the two, and the end-to-end tests have real workers
 consume it). Building it here also skips Kombu's publish path, most of the ingress's CPU.
+Both JSON layers are written by pydantic-core's serializer, several times faster than the
+standard library's; its UTF-8 output is what the `utf-8` content-encoding declares.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import socket
 import uuid
 from typing import Any
+
+from pydantic_core import to_json
 
 # Celery's default "no callbacks" embed, the third part of a protocol-2 body.
 _EMBED = {"callbacks": None, "errbacks": None, "chain": None, "chord": None}
@@ -25,7 +28,7 @@ _ORIGIN = f"gen{os.getpid()}@{socket.gethostname()}"
 def task_message(task: str, task_id: str, args: list[Any], queue: str,
                  argsrepr: str) -> bytes:
     """The bytes to LPUSH onto `queue`'s list for `task(*args)` with id `task_id`."""
-    body = json.dumps([args, {}, _EMBED], separators=(",", ":")).encode()
+    body = to_json([args, {}, _EMBED])
     envelope = {
         "body": base64.b64encode(body).decode(),
         "content-encoding": "utf-8",
@@ -45,4 +48,4 @@ def task_message(task: str, task_id: str, args: list[Any], queue: str,
             "body_encoding": "base64", "delivery_tag": str(uuid.uuid4()),
         },
     }
-    return json.dumps(envelope, separators=(",", ":")).encode()
+    return to_json(envelope)
