@@ -262,17 +262,17 @@ class _Walk:
         for role, point in (("good", rng.good), ("bad", rng.bad)):
             step = done.get(point)
             if step is None:
-                self.log(f"checking the {role} end {point[:12]}")
+                self.log(f"checking the {role} end {point[:10]}")
                 step = self.step(run, point, 0, run.plan_version or None)
                 step = step.model_copy(update={"end": True})
                 if self.store is not None:
                     self.store.save(step)
             checked.append(step)
             if step.verdict == "skip":
-                raise BisectError(f"the {role} end {point[:12]} cannot be judged: "
+                raise BisectError(f"the {role} end {point[:10]} cannot be judged: "
                                   f"{step.reason}")
             if step.verdict != role:
-                raise BisectError(f"the {role} end {point[:12]} is {step.verdict} at its own "
+                raise BisectError(f"the {role} end {point[:10]} is {step.verdict} at its own "
                                   f"build ({step.measure or step.reason}): the range does "
                                   "not hold the change; check good= and bad=")
         return run.model_copy(update={"ends": checked})
