@@ -207,3 +207,14 @@ def test_an_end_that_is_not_what_it_says_is_a_clear_error(
     assert proc.returncode == 3, proc.stdout + proc.stderr
     said = " ".join(proc.stderr.split())
     assert f"the good end {no_wheel} cannot be judged: build/install failed" in said
+
+
+def test_two_nightlies_start_at_the_nightly_level(tmp_path: Path) -> None:
+    proc = _bisect(tmp_path, f"good={NIGHTLIES[0]}", f"bad={NIGHTLIES[-1]}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"**first bad: {CHANGE_NIGHTLY}**" in proc.stdout
+    assert "starts at nightlies" in proc.stdout and "### Releases" not in proc.stdout
+    run = json.loads((tmp_path / "out" / "bisect.json").read_text())
+    assert run["range"]["points"] == NIGHTLIES and run["earlier"] == []
+    inverted = _bisect(tmp_path, f"good={NIGHTLIES[-1]}", f"bad={NIGHTLIES[0]}")
+    assert inverted.returncode == 3 and "newer than bad" in inverted.stderr

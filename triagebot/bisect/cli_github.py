@@ -100,6 +100,9 @@ class GitHubSide:
             return found, "" if found else "no candidates: no commit lies in the final bracket"
         if self.reader is None or self.repo is None:
             return [], f"no candidates: {self.why}"
+        if below.release_tags(run) is None and run.range.level == "nightly" and not run.earlier:
+            return [], ("no candidates or commit level: nightlies carry no tag to compare; "
+                        "give the commits around the first bad nightly as good=SHA bad=SHA")
         if below.release_tags(run) is None:
             return [], "no candidates: the release level did not finish"
         try:
