@@ -88,7 +88,7 @@ def answer_commits(gh: GitHubClient, job: JobRecord, store: JobStore, run_json: 
 def _sha_answer(gh: GitHubClient, job: JobRecord, run: BisectRun,
                 template: str | None) -> CommitPlan | str:
     """good= or bad= is a SHA: the commits between the two ends (`run.range` holds just
-    the ends), or the refusal, with the top candidates where the commits are known."""
+    the ends), or the sentence refusing them."""
     from triagebot.bisect import deeper, shas
     from triagebot.bisect.ranges import BisectError
     from triagebot.github.errors import GitHubError
