@@ -25,6 +25,7 @@ from tests.bisect.tiny_engine import (
     REPORT,
     build_index,
     compare,
+    compare_shas,
     serve_commit_index,
 )
 from tests.fakes.github_fixture import REPO
@@ -138,3 +139,82 @@ def test_a_bad_commit_index_template_is_a_usage_error(tmp_path: Path) -> None:
     proc = _bisect(tmp_path, "--commit-index", "https://wheels.example/{commit}")
     assert proc.returncode == 2
     assert "--commit-index" in proc.stderr and "{sha}" in proc.stderr
+
+
+def test_two_shas_bisect_the_commits_between_directly(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    # Commits 7 .. 15: the first probe, the middle, is the commit without a wheel.
+    good, bad = compare_shas(fake_github, REPO, 7, 15)
+    with serve_commit_index(tmp_path / "commits") as template:
+        proc = _bisect(tmp_path, f"good={good}", f"bad={bad}", "--commit-index", template,
+                       *_github(fake_github, template=None), nightlies=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert f"**first bad: {CULPRIT[:10]}**, last good: {COMMITS[CULPRIT_AT - 1]['sha'][:10]}" in out
+    assert "**Culprit:** [[Spec Decode] ngram: look up every step (#3013)]" in out
+    assert "starts at commits" in out and "### Releases" not in out
+    # Both ends were checked at their own builds before the search.
+    assert f"The good end {good} at its own build: good" in out
+    assert f"The bad end {bad} at its own build: bad" in out
+    assert "1. [[Spec Decode] ngram: look up every step (#3013)]" in out
+    run = json.loads((tmp_path / "out" / "bisect.json").read_text())
+    assert run["earlier"] == [] and run["range"]["level"] == "commit"
+    assert run["range"]["points"] == [c["sha"] for c in COMMITS[7:16]]
+    assert run["culprit"]["sha"] == CULPRIT
+    assert [e["verdict"] for e in run["ends"]] == ["good", "bad"]
+    [skipped] = [s for s in run["steps"] if s["point"] == NO_WHEEL]
+    assert skipped["verdict"] == "skip" and "build/install failed" in skipped["reason"]
+    # Rerunning over the same folder resumes: the ends and steps are not run again.
+    again = _bisect(tmp_path, f"good={good}", f"bad={bad}", "--commit-index", template,
+                    "--repo", REPO, "--github-url", fake_github.base_url, nightlies=False)
+    assert again.returncode == 0 and "checking the" not in again.stderr, again.stderr
+    assert json.loads((tmp_path / "out" / "bisect.json").read_text())["steps"] == run["steps"]
+
+
+def test_sha_ends_that_cannot_be_searched_are_refused_before_any_step(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    good, bad = compare_shas(fake_github, REPO, 8, 16)
+    # Without a per-commit index: refused, naming the key, with the candidates ranked.
+    proc = _bisect(tmp_path, f"good={good}", f"bad={bad}",
+                   *_github(fake_github, template=None), nightlies=False)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "[bisect] commit_index" in " ".join(proc.stderr.split())
+    assert "1. [[Spec Decode] ngram: look up every step (#3013)]" in proc.stdout
+    # Without a repo to ask: refused, naming --repo.
+    proc = _bisect(tmp_path, f"good={good}", f"bad={bad}", nightlies=False)
+    assert proc.returncode == 3 and "--repo" in proc.stderr, proc.stderr
+    # Inverted: GitHub says the head is behind the base.
+    new, old = compare_shas(fake_github, REPO, 16, 8, status="behind")
+    proc = _bisect(tmp_path, f"good={new}", f"bad={old}", "--commit-index",
+                   "http://127.0.0.1:9/{sha}", *_github(fake_github, template=None),
+                   nightlies=False)
+    assert proc.returncode == 3 and "newer than bad" in proc.stderr, proc.stderr
+    assert not (tmp_path / "envs").exists()
+
+
+def test_an_end_that_is_not_what_it_says_is_a_clear_error(
+        tmp_path: Path, fake_github: FakeGitHub) -> None:
+    bad_good, bad = compare_shas(fake_github, REPO, CULPRIT_AT, 15)
+    no_wheel, _ = compare_shas(fake_github, REPO, 11, 15)
+    with serve_commit_index(tmp_path / "commits") as template:
+        github = ["--commit-index", template, *_github(fake_github, template=None)]
+        proc = _bisect(tmp_path, f"good={bad_good}", f"bad={bad}", *github, nightlies=False)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        assert f"the good end {bad_good} is bad at its own build" in " ".join(
+            proc.stderr.split())
+        proc = _bisect(tmp_path, f"good={no_wheel}", f"bad={bad}", *github,
+                       "--out", str(tmp_path / "out2"), nightlies=False)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    said = " ".join(proc.stderr.split())
+    assert f"the good end {no_wheel} cannot be judged: build/install failed" in said
+
+
+def test_two_nightlies_start_at_the_nightly_level(tmp_path: Path) -> None:
+    proc = _bisect(tmp_path, f"good={NIGHTLIES[0]}", f"bad={NIGHTLIES[-1]}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"**first bad: {CHANGE_NIGHTLY}**" in proc.stdout
+    assert "starts at nightlies" in proc.stdout and "### Releases" not in proc.stdout
+    run = json.loads((tmp_path / "out" / "bisect.json").read_text())
+    assert run["range"]["points"] == NIGHTLIES and run["earlier"] == []
+    inverted = _bisect(tmp_path, f"good={NIGHTLIES[-1]}", f"bad={NIGHTLIES[0]}")
+    assert inverted.returncode == 3 and "newer than bad" in inverted.stderr

@@ -50,3 +50,19 @@ def test_a_report_without_versions_asks_for_them() -> None:
     f = facts(body, thread=plain)
     [reply] = decide(commands(body), f)
     assert isinstance(reply, Reply) and "good=V bad=V" in reply.text
+
+
+def test_sha_and_nightly_ends_start_a_job_and_bad_pairs_are_answered() -> None:
+    good, bad = "a625406f6" + "0" * 31, "e4666a670b"
+    body = f"@triagebot bisect good={good} bad={bad}"
+    [start] = decide(commands(body), facts(body))
+    assert isinstance(start, StartJob)
+    spec = BisectSpec.model_validate_json(start.record.bisect or "")
+    assert (spec.good, spec.bad) == (good, bad)
+    for body, says in (
+            (f"@triagebot bisect good={bad} bad={bad.upper()}", "empty"),
+            ("@triagebot bisect good=0.20.1.dev20260105 bad=0.20.1.dev202601040900",
+             "newer than bad"),
+            (f"@triagebot bisect good=0.20.1.dev20260105 bad={bad}", "names no commit")):
+        [reply] = decide(commands(body), facts(body))
+        assert isinstance(reply, Reply) and says in reply.text, reply

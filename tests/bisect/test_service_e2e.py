@@ -26,6 +26,7 @@ from tests.bisect.tiny_engine import (
     REPORT,
     build_index,
     compare,
+    compare_shas,
     serve_commit_index,
 )
 from tests.fakes.github_fixture import REPO
@@ -109,6 +110,23 @@ def test_bisect_comment_to_one_converging_comment(service: dict[str, Any]) -> No
     assert page["state"] == "done" and "Candidates, ranked" in page["report"]
     html = httpx.get(f"{service['web'].url}/jobs/{job.id}", timeout=10)
     assert html.status_code == 200 and "Bisect" in html.text
+
+
+def test_bisect_comment_with_two_shas_searches_the_commits_between(
+        service: dict[str, Any]) -> None:
+    good, bad = compare_shas(service["fake"], REPO, 7, 15)
+    _, response = deliver(service, f"{COMMAND} good={good} bad={bad}")
+    assert response.status_code == 202, response.text
+    job = finished_job(service, timeout=600)
+    assert job.state == "done", f"{job.error}\n{logs(service)}"
+    [comment] = bot_comments(service["fake"])
+    body = comment.body
+    assert f"**first bad: {CULPRIT[:10]}**" in body and "Narrowed from" not in body
+    assert "starts at commits" in body and "### Releases" not in body
+    assert f"The good end {good} at its own build: good" in body
+    assert "**Culprit:** [[Spec Decode] ngram: look up every step (#3013)]" in body
+    assert "1. [[Spec Decode] ngram: look up every step (#3013)]" in body
+    assert {s.level for s in _steps(service, job.id)} == {"commit"}
 
 
 def _started(service: dict[str, Any], steps: int) -> Any:

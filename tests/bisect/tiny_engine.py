@@ -160,3 +160,13 @@ def serve_commit_index(where: Path) -> Iterator[str]:
 def compare(fake: Any, repo: str) -> None:
     """The fake GitHub's compare answer between the two release tags around the change."""
     fake.add_compare(repo, f"v{LAST_GOOD}", f"v{CHANGE}", COMMITS)
+
+
+def compare_shas(fake: Any, repo: str, old: int, new: int, *, digits: int = 10,
+                 status: str = "ahead") -> tuple[str, str]:
+    """The fake GitHub's compare answer between two commits of `COMMITS`, by index, as
+    abbreviated SHAs; returns (old, new) as a user would write them."""
+    base, head = COMMITS[old]["sha"][:digits], COMMITS[new]["sha"][:digits]
+    fake.add_compare(repo, base, head, COMMITS[old + 1:new + 1], status=status,
+                     base_sha=COMMITS[old]["sha"])
+    return base, head

@@ -105,6 +105,7 @@ class _Repo:
     permissions: dict[str, tuple[str, str]] = field(default_factory=dict)
     # "base...head" -> commits oldest first, each {"sha", "message", "files": [paths]}
     compares: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    compare_meta: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -281,11 +282,14 @@ class FakeGitHub:
             self._repo(repo).permissions[login] = (permission, role_name or permission)
 
     def add_compare(self, repo: str, base: str, head: str,
-                    commits: list[dict[str, Any]]) -> None:
+                    commits: list[dict[str, Any]], *, status: str = "ahead",
+                    base_sha: str = "") -> None:
         """What the compare API lists between two refs: {"sha", "message", "files"} and
-        optionally "date" (ISO) and "parents" (default: the commit listed before)."""
+        optionally "date" (ISO) and "parents" (default: the commit listed before); with
+        head's `status` against base and base's full SHA."""
         with self._lock:
             self._repos[repo].compares[f"{base}...{head}"] = commits
+            self._repos[repo].compare_meta[f"{base}...{head}"] = (status, base_sha)
 
     def set_file(self, repo: str, path: str, text: str | bytes) -> None:
         data = text.encode() if isinstance(text, str) else text
@@ -527,7 +531,9 @@ class FakeGitHub:
         commits = repo.compares.get(rest[1])
         if commits is None:
             return _Reply(404, _message("Not Found"))
-        return _Reply(200, {"status": "ahead", "total_commits": len(commits),
+        status, base_sha = repo.compare_meta.get(rest[1], ("ahead", ""))
+        return _Reply(200, {"status": status, "total_commits": len(commits),
+                            "base_commit": {"sha": base_sha},
                             "commits": [self._commit_json(
                                 repo, c, False, [commits[k - 1]["sha"]] if k else [])
                                 for k, c in enumerate(commits)]})

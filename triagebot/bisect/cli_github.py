@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from triagebot.bisect import deeper as below
+from triagebot.bisect import shas
+from triagebot.bisect.ranges import BisectError, Direction
 from triagebot.bisect.rank import RankedCommit
 from triagebot.bisect.runner import BisectRun, CommitPlan
 from triagebot.model import ReproRequest
@@ -69,13 +71,38 @@ class GitHubSide:
             return f"no commit level: GitHub did not answer ({exc})"
         return below.commit_plan(run, items, self.repo, self.template)
 
+    def sha_plan(self, good: str, bad: str, direction: Direction) -> CommitPlan:
+        """The commit level between two ends of which one at least is a SHA, its index
+        the repo's template ("" where it names none); a BisectError saying what is
+        missing or wrong."""
+        from triagebot.github.errors import GitHubError
+
+        if self.reader is None or self.repo is None:
+            raise BisectError(f"a commit SHA end needs GitHub's compare API to list the "
+                              f"commits between: {self.why}")
+        base, head = shas.refs(good, bad, direction)
+        try:
+            answer = self.reader.gh.compare(self.repo, base, head,
+                                            with_files=below.MAX_FILES)
+        except (GitHubError, ValueError) as exc:
+            raise BisectError(f"GitHub did not compare {base}...{head} in {self.repo}: "
+                              f"{exc}") from None
+        plan = shas.sha_plan(good, bad, direction, answer, self.repo)
+        return plan.model_copy(update={"index": self.template or ""})
+
     def candidates(self, run: BisectRun, request: ReproRequest) -> tuple[
             list[RankedCommit], str]:
         """The top-5 commits of the final bracket, or a sentence saying why none."""
         from triagebot.github.errors import GitHubError
 
+        if run.range.level == "commit" and not run.earlier:
+            found = shas.ranked_between(run, request)
+            return found, "" if found else "no candidates: no commit lies in the final bracket"
         if self.reader is None or self.repo is None:
             return [], f"no candidates: {self.why}"
+        if below.release_tags(run) is None and run.range.level == "nightly" and not run.earlier:
+            return [], ("no candidates or commit level: nightlies carry no tag to compare; "
+                        "give the commits around the first bad nightly as good=SHA bad=SHA")
         if below.release_tags(run) is None:
             return [], "no candidates: the release level did not finish"
         try:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from triagebot.bisect.ranges import BisectError, is_sha, is_version
+from triagebot.bisect.ranges import BisectError
 from triagebot.frozen import Frozen
 
 _VER = r"v?(\d{1,4}\.\d{1,4}(?:\.\d{1,4}){0,2}(?:\.?(?:post|dev)\d{1,14})?)"
@@ -118,9 +118,4 @@ def choose(good: str | None, bad: str | None, text: str,
         missing = [k for k, v in (("good", good), ("bad", bad)) if v is None]
         raise BisectError(f"the report states no {' or '.join(missing)} version: give "
                           f"{' '.join(f'{k}=V' for k in missing)}")
-    for point in (good, bad):
-        if is_sha(point) and not is_version(point):
-            raise BisectError(f"{point} is a commit: name the releases around it; the "
-                              "bisect goes on to nightlies and commits by itself where "
-                              "their builds exist")
     return good, bad, notes

@@ -118,7 +118,7 @@ def nightly_range(known: Sequence[str], last_old: str, first_new: str, *,
                        good=good, bad=bad)
 
 
-def _order(good: str, bad: str, direction: Direction, good_first: bool) -> None:
+def check_direction(good: str, bad: str, direction: Direction, good_first: bool) -> None:
     """Refuse an order that does not fit the direction, naming the fix."""
     if direction == "regress" and not good_first:
         raise BisectError(
@@ -136,7 +136,7 @@ def check_order(good: str, bad: str, direction: Direction) -> None:
     """Refuse an empty or inverted pair of releases before any index is read."""
     if good == bad:
         raise BisectError(f"good and bad are both {good}: the range is empty")
-    _order(good, bad, direction, version_key(good) < version_key(bad))
+    check_direction(good, bad, direction, version_key(good) < version_key(bad))
 
 
 def release_range(known: Sequence[str], good: str, bad: str, *,
@@ -156,7 +156,7 @@ def release_range(known: Sequence[str], good: str, bad: str, *,
         if value not in ordered:
             raise BisectError(_not_known(name, value, ordered))
     i, j = ordered.index(good), ordered.index(bad)
-    _order(good, bad, direction, i < j)
+    check_direction(good, bad, direction, i < j)
     lo, hi = sorted((i, j))
     return BisectRange(level=level, direction=direction, points=ordered[lo:hi + 1],
                        good=good, bad=bad)
@@ -185,7 +185,7 @@ def commit_range(commits: Sequence[str], good: str, bad: str, *,
     i, j = find("good", good), find("bad", bad)
     if i == j:
         raise BisectError(f"good={good} and bad={bad} are the same commit: the range is empty")
-    _order(good, bad, direction, i < j)
+    check_direction(good, bad, direction, i < j)
     lo, hi = sorted((i, j))
     return BisectRange(level="commit", direction=direction, points=list(commits[lo:hi + 1]),
                        good=commits[i], bad=commits[j])

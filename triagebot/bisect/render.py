@@ -103,6 +103,9 @@ def render_section(run: BisectRun, candidates: Sequence[RankedCommit] = ()) -> s
     if run.predicate:
         lines.append(f"- Predicate: {run.predicate}")
     lines += [f"- {note}" for note in run.notes]
+    lines += [f"- The {'good' if s.point == run.range.good else 'bad'} end "
+              f"{_short(s.point, 'commit')} at its own build: {s.verdict}"
+              f" ({_cell(s.measure or s.reason)[:200]})" for s in run.ends]
     here = LevelResult(range=run.range, steps=run.steps, outcome=run.outcome,
                        stopped=run.stopped)
     for lv in [*run.earlier, here]:

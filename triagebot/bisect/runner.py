@@ -89,6 +89,10 @@ class BisectRun(BaseModel):
     commits: list[CommitInfo] = Field(default_factory=list)
     commit_index: str = ""
     culprit: CommitInfo | None = None
+    # The release whose keys plan a commit step where no release level ran (good= or
+    # bad= is a SHA), and the endpoints' own checks there.
+    plan_version: str = ""
+    ends: list[Step] = Field(default_factory=list)
 
     def level(self, name: Level) -> LevelResult | None:
         here = LevelResult(range=self.range, steps=self.steps, outcome=self.outcome,
@@ -242,6 +246,37 @@ class _Walk:
         self.settings, self.store, self.policy, self.budget = settings, store, policy, budget
         self.log, self.on_step, self.stop = log, on_step, stop
 
+    def step(self, run: BisectRun, point: str, number: int, plan_version: str | None
+             ) -> Step:
+        return run_step(point, self.request, self.options, self.errors, self.settings,
+                        policy=self.policy, budget=self.budget, log=self.log,
+                        stop=self.stop, number=number, level=run.range.level,
+                        plan_version=plan_version, commit_index=run.commit_index)
+
+    def ends(self, run: BisectRun, saved: list[Step]) -> BisectRun:
+        """A search that starts at commits checks its two ends' own builds first: a good
+        end that is bad (or the reverse) or a wheel that will not install is a clear
+        error naming the end, never a search over a range that does not hold the change."""
+        rng, done = run.range, {s.point: s for s in saved if s.end}
+        checked: list[Step] = []
+        for role, point in (("good", rng.good), ("bad", rng.bad)):
+            step = done.get(point)
+            if step is None:
+                self.log(f"checking the {role} end {point[:10]}")
+                step = self.step(run, point, 0, run.plan_version or None)
+                step = step.model_copy(update={"end": True})
+                if self.store is not None:
+                    self.store.save(step)
+            checked.append(step)
+            if step.verdict == "skip":
+                raise BisectError(f"the {role} end {point[:10]} cannot be judged: "
+                                  f"{step.reason}")
+            if step.verdict != role:
+                raise BisectError(f"the {role} end {point[:10]} is {step.verdict} at its own "
+                                  f"build ({step.measure or step.reason}): the range does "
+                                  "not hold the change; check good= and bad=")
+        return run.model_copy(update={"ends": checked})
+
     def level(self, run: BisectRun, steps: list[Step]) -> BisectRun:
         """Step one level until its bracket holds no untested point, or its step budget
         is spent."""
@@ -251,7 +286,7 @@ class _Walk:
         limit = min(self.settings.max_steps, search.step_budget(rng.candidates))
         anchor = run.level("release")
         plan_version = (anchor.outcome.last_old if rng.level == "commit" and anchor
-                        and anchor.outcome else None)
+                        and anchor.outcome else run.plan_version or None)
         while True:
             if self.stop is not None and self.stop():
                 raise RunCancelled(f"stopped after {len(steps)} {rng.level} step(s)")
@@ -262,10 +297,7 @@ class _Walk:
                 return run.model_copy(update={"stopped": f"step budget ({limit}) spent"})
             number = len(steps) + 1
             self.log(f"{rng.level} step {number}: {point}")
-            step = run_step(point, self.request, self.options, self.errors, self.settings,
-                            policy=self.policy, budget=self.budget, log=self.log,
-                            stop=self.stop, number=number, level=rng.level,
-                            plan_version=plan_version, commit_index=run.commit_index)
+            step = self.step(run, point, number, plan_version)
             self.log(f"{rng.level} step {number}: {point} -> {step.verdict} ({step.reason})")
             steps.append(step)
             if self.store is not None:
@@ -326,8 +358,11 @@ def bisect(run: BisectRun, request: ReproRequest, options: ReproOptions, errors:
         log(f"resuming after {len(saved)} finished step(s)")
     walk = _Walk(request, options, errors, settings, store, policy=policy, budget=budget,
                  log=log, on_step=on_step, stop=stop)
+    if run.range.level == "commit" and not run.earlier:
+        run = walk.ends(run, saved)
     while True:
-        run = walk.level(run, [s for s in saved if s.level == run.range.level])
+        run = walk.level(run, [s for s in saved if s.level == run.range.level
+                               and not s.end])
         out = run.outcome
         if deeper is None or out is None or not out.exact or run.range.level == "commit":
             break

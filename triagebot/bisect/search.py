@@ -42,6 +42,8 @@ class Step(Frozen):
     seconds: float = Field(default=0.0, ge=0.0)
     # The p-value of the main comparison where a statistical test decided the step.
     p_value: float | None = Field(default=None, ge=0.0, le=1.0)
+    # An endpoint's own check before a search that starts at commits: outside the search.
+    end: bool = False
 
 
 class Outcome(Frozen):

@@ -69,6 +69,8 @@ def answer_commits(gh: GitHubClient, job: JobRecord, store: JobStore, run_json: 
     if problems:
         answer = (f"no commit level: {job.repo}'s .github/triagebot.toml cannot be used: "
                   f"{'; '.join(problems)}")
+    elif run.range.level == "commit" and not run.earlier:
+        answer = _sha_answer(gh, job, run, template)
     else:
         try:
             items = deeper.CompareReader(gh, job.repo).items(run) if template else []
@@ -81,6 +83,32 @@ def answer_commits(gh: GitHubClient, job: JobRecord, store: JobStore, run_json: 
              else json.dumps({"none": answer}))
     store.redis.set(commits_key(store, job.id, run.range.level), value,
                     ex=store.settings.job_ttl_s)
+
+
+def _sha_answer(gh: GitHubClient, job: JobRecord, run: BisectRun,
+                template: str | None) -> CommitPlan | str:
+    """good= or bad= is a SHA: the commits between the two ends (`run.range` holds just
+    the ends), or the sentence refusing them."""
+    from triagebot.bisect import deeper, shas
+    from triagebot.bisect.ranges import BisectError
+    from triagebot.github.errors import GitHubError
+
+    rng = run.range
+    base, head = shas.refs(rng.good, rng.bad, rng.direction)
+    try:
+        found = shas.sha_plan(rng.good, rng.bad, rng.direction, gh.compare(
+            job.repo, base, head, with_files=deeper.MAX_FILES), job.repo)
+    except GitHubError as exc:
+        if exc.transient:
+            raise
+        return f"GitHub refused the compare {base}...{head} ({exc})"
+    except BisectError as exc:
+        return str(exc)
+    if not template:
+        return (f"no per-commit builds: {job.repo} names no `[bisect] commit_index` in "
+                ".github/triagebot.toml, so the commits between the two ends cannot be "
+                "installed; name one there, or give releases or nightlies")
+    return found.model_copy(update={"index": template})
 
 
 def _ask_commits(runner: JobRunner, id_: str,
@@ -119,6 +147,7 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
                    stop: Callable[[], bool]) -> None:
     """Run (or resume) the bisect and leave its report; raises RunCancelled on cancel."""
     from triagebot.bisect import envs, ranges, search
+    from triagebot.bisect import start as starts
     from triagebot.bisect.cli import nightly_package_for, package_for
     from triagebot.bisect.render import answer, render_section
     from triagebot.bisect.runner import BisectRun, BisectSettings, Deeper, bisect
@@ -132,22 +161,38 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
     plan = store.plan(id_)
     request = store.request(id_) or ReproRequest()
     options = parse_words(spec.overrides).options
+    ask = _ask_commits(runner, id_, stop)
     try:
         package = package_for(plan.engine, options.gpu)
         where = str(settings.bisect_find_links or settings.bisect_index)
         known = ranges.finals(envs.index_versions(package, where))
-        rng = ranges.release_range(known, spec.good, spec.bad, direction=spec.direction)
+
+        def sha_plan(good: str, bad: str, direction: ranges.Direction) -> CommitPlan:
+            older, newer = (good, bad) if direction == "regress" else (bad, good)
+            ends = ranges.BisectRange(level="commit", direction=direction,
+                                      points=[older, newer], good=good, bad=bad)
+            found = ask(BisectRun(package=package, range=ends))
+            if isinstance(found, str):
+                raise ranges.BisectError(found)
+            return found
+
+        start = starts.first_level(spec.good, spec.bad, spec.direction, known, sha_plan,
+                                   lambda: envs.index_versions(nightly_package_for(package),
+                                                               where, wheels_here=True))
     except (ranges.BisectError, ProvisionError) as exc:
         store.move(id_, "failed", error=f"cannot bisect: {exc}")
         runner.publish(id_)
         return
+    rng = start.range
     words = ["triagebot", "bisect", f"https://github.com/{job.repo}/issues/{job.number}",
              *job.command.split()[1:]]
     run = BisectRun(package=package, range=rng, question=plan.question,
                     predicate=(f"the repro plan's question ({plan.question.rstrip('.')}); "
                                "bad where it reproduces the report, good where not, skip "
                                "where UNKNOWN after escalation or the build fails"),
-                    notes=spec.notes, command=shlex.join(words))
+                    notes=[*spec.notes, start.why], command=shlex.join(words),
+                    commits=start.commits, commit_index=start.index,
+                    plan_version=start.plan_version)
     bisect_settings = BisectSettings(
         out_dir=settings.data_dir / id_, cache_dir=settings.env_cache_dir,
         find_links=settings.bisect_find_links, escalate=settings.escalate)
@@ -164,9 +209,14 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
     steps = RedisSteps(store.redis, steps_key(store, id_), settings.job_ttl_s)
     deeper = Deeper(nightlies=lambda: ranges.nightlies(
         envs.index_versions(nightly_package_for(package), where, wheels_here=True)),
-        commits=_ask_commits(runner, id_, stop))
-    result = bisect(run, request, options, spec.errors, bisect_settings, store=steps,
-                    deeper=deeper, log=lambda _m: None, on_step=on_step, stop=stop)
+        commits=ask) if rng.level == "release" else None
+    try:
+        result = bisect(run, request, options, spec.errors, bisect_settings, store=steps,
+                        deeper=deeper, log=lambda _m: None, on_step=on_step, stop=stop)
+    except ranges.BisectError as exc:  # an end that is not what good=/bad= say
+        store.move(id_, "failed", error=f"cannot bisect: {exc}")
+        runner.publish(id_)
+        return
     store.save_report(id_, result.model_dump_json(), render_section(result))
     store.move(id_, "done", headline=answer(result).replace("**", ""), eta_s=0.0)
     runner.publish(id_)
@@ -186,6 +236,13 @@ def report_with_candidates(gh: GitHubClient, job: JobRecord, store: JobStore) ->
     if raw is None or job.bisect is None:
         return None
     run = BisectRun.model_validate(raw)
+    request = store.request(job.id) or ReproRequest()
+    if run.range.level == "commit" and not run.earlier:
+        from triagebot.bisect.shas import ranked_between
+
+        section = render_section(run, ranked_between(run, request))
+        store.save_report(job.id, run.model_dump_json(), section)
+        return section
     tags = deeper.release_tags(run)
     if run.outcome is None or not run.outcome.done or tags is None:
         return None
@@ -195,7 +252,6 @@ def report_with_candidates(gh: GitHubClient, job: JobRecord, store: JobStore) ->
         if exc.transient:
             raise
         items = None
-    request = store.request(job.id) or ReproRequest()
     ranked = deeper.ranked(run, items, job.repo, request) if items else []
     if not ranked:
         note = (f"no candidates: {job.repo} has no comparable tags {tags[0]} and {tags[1]}"

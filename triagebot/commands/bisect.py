@@ -117,7 +117,8 @@ def parse(words: Sequence[Word]) -> Parsed:
 SPEC = CommandSpec(
     name="bisect",
     usage="good=V bad=V [regress=success] [key=value ...]",
-    summary="Find the first release (or commit) where the report's behaviour changed, "
+    summary="Find the first release, nightly or commit where the report's behaviour "
+            "changed (good=/bad= may be any of the three), "
             "one repro per step, and post the range, the steps and ranked candidates.",
     parse=parse,
 )

@@ -10,7 +10,8 @@ index does not hold is reported there, with the nearest releases it does hold.
 from __future__ import annotations
 
 from triagebot.bisect import hints, predicate
-from triagebot.bisect.ranges import BisectError, check_order, version_key
+from triagebot.bisect.endpoints import classify, start_level
+from triagebot.bisect.ranges import BisectError, version_key
 from triagebot.bisect.spec import BisectSpec
 from triagebot.commands import Command
 from triagebot.commands.bisect import BisectWordsError, parse_words
@@ -30,10 +31,13 @@ def decide(command: Command, facts: Facts) -> list[Action]:
         args = parse_words(command.words)
         text = f"{thread.title}\n\n{thread.body}"
         good, bad, notes = hints.choose(args.good, args.bad, text)
-        check_order(good, bad, args.direction)
+        start_level(good, bad, args.direction)
     except (BisectWordsError, BisectError) as exc:
         return [Reply(words.plan_refused(f"bisect: {exc}"))]
-    newer = max(good, bad, key=version_key)
+    # The plan the checks run on is the newer version's; a SHA has none, so a pair of
+    # SHAs is checked with the newest release's (as each commit step is planned).
+    versions = [p for p in (good, bad) if classify(p) != "commit"]
+    newer = max(versions, key=version_key) if versions else None
     spec = BisectSpec(good=good, bad=bad, direction=args.direction,
                       overrides=list(args.overrides), notes=notes,
                       errors=predicate.reported_errors(thread.body))
@@ -48,6 +52,6 @@ def decide(command: Command, facts: Facts) -> list[Action]:
             record = action.record.model_copy(update={"bisect": spec.model_dump_json()})
             action = StartJob(record, action.plan, action.request,
                               (*notes, f"bisects {good} (good) .. {bad} (bad); each step is "
-                                       "this plan at one release"))
+                                       "this plan at one point"))
         out.append(action)
     return out

@@ -135,6 +135,13 @@ class GitHubClient:
         "parents", "files"} (date: when it was committed to the branch); the changed
         paths of the newest `with_files` (one call each: the
         compare answer carries only the sum). None when a ref does not exist."""
+        found = self.compare(repo, base, head, with_files=with_files)
+        return None if found is None else found[2]
+
+    def compare(self, repo: str, base: str, head: str, *, with_files: int = 40
+                ) -> tuple[str, str, list[dict[str, Any]]] | None:
+        """`compare_commits` with GitHub's status of head against base ("ahead",
+        "behind", "identical", "diverged") and base's full SHA."""
         ref = re.compile(r"^[A-Za-z0-9._/-]{1,100}$")
         if not (ref.fullmatch(base) and ref.fullmatch(head)) or ".." in base + head:
             raise ValueError(f"{base!r}...{head!r} are not refs")
@@ -153,7 +160,8 @@ class GitHubClient:
         for item in out[-with_files:] if with_files else []:
             if re.fullmatch(r"[0-9a-f]{7,40}", item["sha"]):
                 item["files"] = self.commit_files(repo, item["sha"])
-        return out
+        base_sha = str((data.get("base_commit") or {}).get("sha") or "")
+        return str(data.get("status") or ""), base_sha, out
 
     def commit_files(self, repo: str, sha: str) -> list[str]:
         """The paths a commit changed (empty where the commit is unknown)."""
