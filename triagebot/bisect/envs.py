@@ -77,8 +77,8 @@ def index_versions(package: str, index: str = PYPI_SIMPLE, timeout_s: float = 30
             data = json.load(resp)
     except (OSError, ValueError) as exc:
         raise IndexUnreadable(f"cannot read the releases of {package} from {url}: {exc}") from None
-    live = {name for f in data.get("files", []) if not f.get("yanked")
-            and (not wheels_here or runs_here(name := str(f.get("filename", ""))))}
+    files = [str(f.get("filename", "")) for f in data.get("files", []) if not f.get("yanked")]
+    live = [name for name in files if not wheels_here or runs_here(name)]
     versions = [v for v in data.get("versions", [])
                 if any(f"-{v}-" in name or f"-{v}." in name for name in live)]
     return [v for v in versions if is_version(v)]
