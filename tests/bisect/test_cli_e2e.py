@@ -105,7 +105,8 @@ def test_without_per_commit_builds_it_stops_at_nightlies_and_ranks(
 
 
 def test_releases_only_without_github_says_so(tmp_path: Path) -> None:
-    proc = _bisect(tmp_path, nightlies=False)
+    title = "ngram speculation is slower than no speculation"
+    proc = _bisect(tmp_path, "--title", title, nightlies=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     previous = RELEASES[RELEASES.index(CHANGE) - 1]
     assert f"**first bad: {CHANGE}**, last good: {previous}" in proc.stdout
@@ -113,6 +114,8 @@ def test_releases_only_without_github_says_so(tmp_path: Path) -> None:
     assert f"good={RELEASES[0]} comes from the report" in proc.stdout
     assert "no nightly build lies between" in proc.stdout
     assert "no candidates: no GitHub repo to read commits from" in proc.stdout
+    # The title decides the question, so the command to rerun carries it.
+    assert f"--title '{title}'" in proc.stdout
     run = json.loads((tmp_path / "out" / "bisect.json").read_text())
     verdicts = {s["point"]: s["verdict"] for s in run["steps"]}
     assert verdicts[BROKEN] == "skip"

@@ -149,7 +149,8 @@ def bisect_command(
         commit_index=start.index, plan_version=start.plan_version,
         predicate=_predicate_words(probe.question, request, errors),
         notes=[*notes, start.why], command=_command(path, [
-            *args.as_args(), *(["--repo", repo] if repo else []),
+            *args.as_args(), *(["--title", title] if title else []),
+            *(["--repo", repo] if repo else []),
             *(["--github-url", github_url] if github_url else []),
             *(["--commit-index", commit_index] if commit_index else [])]))
     first, last = rng.points[0][:12], rng.points[-1][:12]
