@@ -80,14 +80,13 @@ class GitHubSide:
         if self.reader is None or self.repo is None:
             raise BisectError(f"a commit SHA end needs GitHub's compare API to list the "
                               f"commits between: {self.why}")
-        base, head = shas.refs(good, bad, direction)
         try:
-            answer = self.reader.gh.compare(self.repo, base, head,
-                                            with_files=below.MAX_FILES)
+            plan = self.reader.between_ends(good, bad, direction)
         except (GitHubError, ValueError) as exc:
-            raise BisectError(f"GitHub did not compare {base}...{head} in {self.repo}: "
+            if isinstance(exc, BisectError):
+                raise
+            raise BisectError(f"GitHub did not compare the two ends in {self.repo}: "
                               f"{exc}") from None
-        plan = shas.sha_plan(good, bad, direction, answer, self.repo)
         return plan.model_copy(update={"index": self.template or ""})
 
     def candidates(self, run: BisectRun, request: ReproRequest) -> tuple[

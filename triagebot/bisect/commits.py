@@ -95,10 +95,7 @@ def commit_window(commits: Sequence[CommitInfo], old: str, new: str, *, base: st
     if not inside:
         raise BisectError(f"no commit landed between {old} and {new}: nothing to bisect")
     low = before[-1].sha if before else base
-    points = [low, *(c.sha for c in inside)]
-    good, bad = (points[0], points[-1]) if direction == "regress" else (points[-1], points[0])
-    return BisectRange(level="commit", direction=direction, points=points, good=good,
-                       bad=bad)
+    return BisectRange.over("commit", direction, [low, *(c.sha for c in inside)])
 
 
 def culprit(commits: Sequence[CommitInfo], sha: str) -> CommitInfo | None:

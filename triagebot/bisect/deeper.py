@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from triagebot.bisect import shas
 from triagebot.bisect.commits import commit_window, first_parent
-from triagebot.bisect.ranges import BisectError
+from triagebot.bisect.ranges import BisectError, Direction
 from triagebot.bisect.rank import CommitInfo, RankedCommit, commits_from_compare, rank, subject_of
 from triagebot.bisect.runner import BisectRun, CommitPlan
 from triagebot.model import ReproRequest
@@ -85,6 +86,14 @@ class CompareReader:
     def __init__(self, gh: GitHubClient, repo: str) -> None:
         self.gh, self.repo = gh, repo
         self._items: dict[tuple[str, str], list[dict[str, Any]] | None] = {}
+
+    def between_ends(self, good: str, bad: str, direction: Direction) -> CommitPlan:
+        """The commits between two ends of which one at least is a SHA, the index left
+        for the caller; GitHubError or ValueError where GitHub cannot compare them, a
+        BisectError for a pair that cannot be bisected."""
+        base, head = shas.refs(good, bad, direction)
+        answer = self.gh.compare(self.repo, base, head, with_files=MAX_FILES)
+        return shas.sha_plan(good, bad, direction, answer, self.repo)
 
     def items(self, run: BisectRun) -> list[dict[str, Any]] | None:
         tags = release_tags(run)

@@ -14,7 +14,6 @@ version. Two SHAs say nothing about their order; the compare API's status does
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -25,14 +24,13 @@ from triagebot.bisect.ranges import (
     Level,
     build_time,
     check_direction,
+    is_sha,
     is_version,
+    oriented,
     version_key,
 )
 
 Kind = Literal["release", "nightly", "commit"]
-_HEX = re.compile(r"^[0-9a-f]{7,40}$")
-# A dev number that is a build date: YYYYMMDD, optionally HHMM.
-_NIGHTLY = re.compile(r"\.?dev\d{8}(?:\d{4})?$")
 
 
 def classify(value: str) -> Kind:
@@ -42,14 +40,14 @@ def classify(value: str) -> Kind:
     a letter a-f or be written with one, as git prints them."""
     text = value.strip().lower()
     if is_version(text):
-        if _NIGHTLY.search(text) and build_time(text) is not None:
+        if build_time(text) is not None:
             return "nightly"
         if "dev" in text:
             raise BisectError(f"{value[:40]!r} is a dev build whose number is not a build "
                               "date: name a release (0.17.1), a nightly "
                               "(0.22.2.dev20260611) or a commit SHA")
         return "release"
-    if _HEX.match(text) and not text.isdigit():
+    if is_sha(text):
         return "commit"
     more = "; a SHA of digits only needs more of its digits" if text.isdigit() else ""
     raise BisectError(f"{value[:40]!r} is not a release (0.17.1), a nightly "
@@ -123,8 +121,7 @@ def nightly_span(known: Sequence[str], releases: Sequence[str], good: str, bad: 
             near = sorted(builds, key=lambda v: abs((build_time(v) or when) - when))[:3]
             raise BisectError(f"{name}={value} is not a nightly the index lists"
                               + (f": the nearest are {', '.join(near)}" if near else ""))
-    older, newer = (good, bad) if direction == "regress" else (bad, good)
+    older, newer = oriented(good, bad, direction)
     inside = [v for v in builds if v not in (older, newer)
               and _after(v, older) and not _after(v, newer)]
-    return BisectRange(level="nightly", direction=direction,
-                       points=[older, *inside, newer], good=good, bad=bad)
+    return BisectRange.over("nightly", direction, [older, *inside, newer])

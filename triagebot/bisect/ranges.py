@@ -48,6 +48,20 @@ class BisectRange(Frozen):
     def candidates(self) -> int:
         return len(self.points) - 1
 
+    @classmethod
+    def over(cls, level: Level, direction: Direction, points: Sequence[str]) -> BisectRange:
+        """A range over `points`, oldest first, with good and bad at the ends `direction`
+        gives them."""
+        good, bad = oriented(points[0], points[-1], direction)
+        return cls(level=level, direction=direction, points=list(points), good=good, bad=bad)
+
+
+def oriented(first: str, second: str, direction: Direction) -> tuple[str, str]:
+    """(first, second) in a regression, swapped with regress=success: the old behaviour is
+    good in one and bad in the other, so this turns (good, bad) into (older, newer) and
+    (older, newer) back into (good, bad)."""
+    return (first, second) if direction == "regress" else (second, first)
+
 
 def version_key(version: str) -> tuple[tuple[int, ...], int, int, int]:
     """Sort key for a release or nightly: a nightly (dev) sorts before its release, a
@@ -113,9 +127,7 @@ def nightly_range(known: Sequence[str], last_old: str, first_new: str, *,
     if not inside:
         return None
     inside.sort(key=lambda v: (build_time(v), version_key(v)))
-    good, bad = (lo, hi) if direction == "regress" else (hi, lo)
-    return BisectRange(level="nightly", direction=direction, points=[lo, *inside, hi],
-                       good=good, bad=bad)
+    return BisectRange.over("nightly", direction, [lo, *inside, hi])
 
 
 def check_direction(good: str, bad: str, direction: Direction, good_first: bool) -> None:
@@ -130,13 +142,6 @@ def check_direction(good: str, bad: str, direction: Direction, good_first: bool)
             f"with regress=success the older point is the broken one, but good={good} is "
             f"older than bad={bad}. Swap them, or drop regress=success to find where it "
             "broke")
-
-
-def check_order(good: str, bad: str, direction: Direction) -> None:
-    """Refuse an empty or inverted pair of releases before any index is read."""
-    if good == bad:
-        raise BisectError(f"good and bad are both {good}: the range is empty")
-    check_direction(good, bad, direction, version_key(good) < version_key(bad))
 
 
 def release_range(known: Sequence[str], good: str, bad: str, *,

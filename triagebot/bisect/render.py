@@ -106,9 +106,7 @@ def render_section(run: BisectRun, candidates: Sequence[RankedCommit] = ()) -> s
     lines += [f"- The {'good' if s.point == run.range.good else 'bad'} end "
               f"{_short(s.point, 'commit')} at its own build: {s.verdict}"
               f" ({_cell(s.measure or s.reason)[:200]})" for s in run.ends]
-    here = LevelResult(range=run.range, steps=run.steps, outcome=run.outcome,
-                       stopped=run.stopped)
-    for lv in [*run.earlier, here]:
+    for lv in run.levels():
         lines += _level_lines(run, lv)
     if candidates:
         lines += ["", "Candidates, ranked by how close their changes are to the report's "

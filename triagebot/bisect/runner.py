@@ -94,10 +94,17 @@ class BisectRun(BaseModel):
     plan_version: str = ""
     ends: list[Step] = Field(default_factory=list)
 
-    def level(self, name: Level) -> LevelResult | None:
-        here = LevelResult(range=self.range, steps=self.steps, outcome=self.outcome,
+    def current(self) -> LevelResult:
+        """The deepest level reached, as the levels above it are kept."""
+        return LevelResult(range=self.range, steps=self.steps, outcome=self.outcome,
                            stopped=self.stopped)
-        return next((lv for lv in [*self.earlier, here] if lv.range.level == name), None)
+
+    def levels(self) -> list[LevelResult]:
+        """Every level reached, first searched first."""
+        return [*self.earlier, self.current()]
+
+    def level(self, name: Level) -> LevelResult | None:
+        return next((lv for lv in self.levels() if lv.range.level == name), None)
 
 
 class CommitPlan(BaseModel):
@@ -337,9 +344,7 @@ def _deeper(run: BisectRun, deeper: Deeper, log: Log) -> BisectRun | None:
 
 def _down(run: BisectRun, rng: BisectRange, notes: list[str] | None = None,
           **more: object) -> BisectRun:
-    done = LevelResult(range=run.range, steps=run.steps, outcome=run.outcome,
-                       stopped=run.stopped)
-    return run.model_copy(update={"earlier": [*run.earlier, done], "range": rng,
+    return run.model_copy(update={"earlier": [*run.earlier, run.current()], "range": rng,
                                   "steps": [], "outcome": None, "stopped": "",
                                   "notes": notes if notes is not None else run.notes,
                                   **more})

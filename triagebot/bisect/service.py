@@ -89,19 +89,18 @@ def _sha_answer(gh: GitHubClient, job: JobRecord, run: BisectRun,
                 template: str | None) -> CommitPlan | str:
     """good= or bad= is a SHA: the commits between the two ends (`run.range` holds just
     the ends), or the sentence refusing them."""
-    from triagebot.bisect import deeper, shas
+    from triagebot.bisect import deeper
     from triagebot.bisect.ranges import BisectError
     from triagebot.github.errors import GitHubError
 
     rng = run.range
-    base, head = shas.refs(rng.good, rng.bad, rng.direction)
     try:
-        found = shas.sha_plan(rng.good, rng.bad, rng.direction, gh.compare(
-            job.repo, base, head, with_files=deeper.MAX_FILES), job.repo)
+        found = deeper.CompareReader(gh, job.repo).between_ends(rng.good, rng.bad,
+                                                                rng.direction)
     except GitHubError as exc:
         if exc.transient:
             raise
-        return f"GitHub refused the compare {base}...{head} ({exc})"
+        return f"GitHub refused to compare the two ends ({exc})"
     except BisectError as exc:
         return str(exc)
     if not template:
@@ -168,9 +167,8 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
         known = ranges.finals(envs.index_versions(package, where))
 
         def sha_plan(good: str, bad: str, direction: ranges.Direction) -> CommitPlan:
-            older, newer = (good, bad) if direction == "regress" else (bad, good)
-            ends = ranges.BisectRange(level="commit", direction=direction,
-                                      points=[older, newer], good=good, bad=bad)
+            ends = ranges.BisectRange.over("commit", direction,
+                                           ranges.oriented(good, bad, direction))
             found = ask(BisectRun(package=package, range=ends))
             if isinstance(found, str):
                 raise ranges.BisectError(found)

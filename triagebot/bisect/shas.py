@@ -13,7 +13,13 @@ from typing import Any
 
 from triagebot.bisect.commits import first_parent
 from triagebot.bisect.endpoints import tag_or_sha
-from triagebot.bisect.ranges import BisectError, BisectRange, Direction, check_direction
+from triagebot.bisect.ranges import (
+    BisectError,
+    BisectRange,
+    Direction,
+    check_direction,
+    oriented,
+)
 from triagebot.bisect.rank import CommitInfo, RankedCommit, commits_from_compare, rank, subject_of
 from triagebot.bisect.runner import BisectRun, CommitPlan
 from triagebot.model import ReproRequest
@@ -24,7 +30,7 @@ _FULL = re.compile(r"^[0-9a-f]{40}$")
 
 def refs(good: str, bad: str, direction: Direction) -> tuple[str, str]:
     """(base, head) for the compare API: the end with the old behaviour is the older."""
-    older, newer = (good, bad) if direction == "regress" else (bad, good)
+    older, newer = oriented(good, bad, direction)
     return tag_or_sha(older), tag_or_sha(newer)
 
 
@@ -56,10 +62,7 @@ def sha_plan(good: str, bad: str, direction: Direction, answer: Answer | None,
     if not head.startswith("v") and not chain[-1].sha.startswith(head):
         raise BisectError(f"{head} is not the newest commit GitHub lists between the two "
                           "ends")
-    points = [base_sha, *(c.sha for c in chain)]
-    ends = (points[0], points[-1]) if direction == "regress" else (points[-1], points[0])
-    rng = BisectRange(level="commit", direction=direction, points=points, good=ends[0],
-                      bad=ends[1])
+    rng = BisectRange.over("commit", direction, [base_sha, *(c.sha for c in chain)])
     return CommitPlan(range=rng, commits=chain, index="")
 
 
