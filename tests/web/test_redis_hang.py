@@ -109,8 +109,10 @@ def test_frozen_redis_answers_503_within_a_second(
     assert max(timings) < 1.0 and ready_took < 1.0
     # A burst past the cap on Redis calls in flight (MAX_IN_FLIGHT): those calls time out,
     # the rest wait at most half the timeout for a slot and never open a connection; every
-    # one is a 503. The ingress's part is at most 0.75 s; the margin is for 80 client
-    # threads on a shared machine.
+    # one is a 503. The ingress's part is at most 0.75 s, but 80 connections opened at
+    # once from this machine's own client threads can wait on TCP's SYN retry (1 s, then
+    # 3 s): a full CI run saw 5.6 s. The bound is GitHub's 10 s delivery timeout, which a
+    # call left hanging on the frozen Redis would pass (the client waits 30 s).
     burst = MAX_IN_FLIGHT + 16
     limits = httpx.Limits(max_connections=burst, max_keepalive_connections=burst)
     peak = 0
@@ -126,7 +128,7 @@ def test_frozen_redis_answers_503_within_a_second(
     log.info(f"frozen Redis, {burst} at once: slowest 503 in "
              f"{max(took for _, took in answers):.2f} s; at most {peak} connections open")
     assert [r.status_code for r, _ in answers] == [503] * burst
-    assert max(took for _, took in answers) < 1.5
+    assert max(took for _, took in answers) < 10.0
     # The pages' blocking client may hold one or two besides the capped ones.
     assert MAX_IN_FLIGHT // 2 < peak <= MAX_IN_FLIGHT + 2
     os.kill(proc.pid, signal.SIGCONT)
