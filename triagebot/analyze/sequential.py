@@ -34,6 +34,7 @@ error rates hold at 5 to 30 runs per arm.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from functools import lru_cache
@@ -61,9 +62,16 @@ def fractions(schedule: Sequence[int]) -> tuple[float, ...]:
     return tuple(n / last for n in schedule)
 
 
-@lru_cache(maxsize=256)
-def upper_bounds(info: tuple[float, ...], alpha: float, gamma: float) -> tuple[float, ...]:
+@lru_cache(maxsize=1024)
+def upper_bounds(info: tuple[float, ...], alpha: float, gamma: float,
+                 spent_at: tuple[float, ...] | None = None) -> tuple[float, ...]:
     """One-sided upper z boundaries, one per look, spending `alpha` in total.
+
+    `info` places the looks on the Brownian motion (runs so far / runs at the last look),
+    which fixes how successive looks correlate. `spent_at`, by default `info`, is where
+    each look stands on the spending function: an information-based design spends by
+    the share of the information its target needs, which can run ahead of the share of
+    the schedule (`verdict.target_runs`); a value of 1 spends all that is left.
 
     A look that is allotted no error (its spending increment is zero or the information
     did not grow) gets an infinite boundary: it can never reject.
@@ -72,13 +80,16 @@ def upper_bounds(info: tuple[float, ...], alpha: float, gamma: float) -> tuple[f
         raise ValueError(f"information fractions must increase from above 0: {info}")
     if not 0.0 < alpha < 0.5:
         raise ValueError(f"alpha must lie in (0, 0.5), got {alpha}")
+    at = info if spent_at is None else spent_at
+    if len(at) != len(info) or any(b < a for a, b in itertools.pairwise(at)):
+        raise ValueError(f"spending points must not decrease, one per look: {spent_at}")
     x = np.arange(-GRID_HALF_WIDTH, GRID_HALF_WIDTH + GRID_STEP / 2, GRID_STEP)
     bounds: list[float] = []
     density: np.ndarray | None = None  # sub-density of B(t_{k-1}) on paths not yet stopped
     previous_t = 0.0
     previous_spent = 0.0
-    for t_k in info:
-        target = spend(t_k, alpha, gamma) - previous_spent
+    for t_k, s_k in zip(info, at, strict=True):
+        target = spend(s_k, alpha, gamma) - previous_spent
         step = t_k - previous_t
         if density is None:
             density = norm.pdf(x, scale=math.sqrt(step))
@@ -119,12 +130,11 @@ def _solve(x: np.ndarray, density: np.ndarray, target: float, t_k: float) -> flo
     return float(brentq(excess, lo, hi, xtol=1e-6))
 
 
-def t_bound(z: float, df: float | np.ndarray) -> np.ndarray:
+def t_bound(z: float | np.ndarray, df: float | np.ndarray) -> np.ndarray:
     """A z boundary carried to Student t with `df` degrees of freedom (same tail mass);
     infinite where the boundary is or where there are no degrees of freedom."""
     d = np.asarray(df, dtype=np.float64)
-    if not math.isfinite(z):
-        return np.full(d.shape, np.inf)
+    zz = np.asarray(z, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        out = student_t.isf(norm.sf(z), np.maximum(d, 1.0))
-    return np.where(d > 0, out, np.inf)
+        out = student_t.isf(norm.sf(np.where(np.isfinite(zz), zz, 0.0)), np.maximum(d, 1.0))
+    return np.where((d > 0) & np.isfinite(zz), out, np.inf)
