@@ -11,6 +11,7 @@ from triagebot.model import Budget, Cell, CellWorkload, Comparison, Plan, Sampli
 from triagebot.run.schedule import (
     aa_pairs,
     initial_schedule,
+    mirror_round,
     mirrored_rounds,
     round_order,
     round_seed,
@@ -135,3 +136,25 @@ def test_escalation_rounds_mirror_and_split_odd_counts() -> None:
     one = mirrored_rounds(plan, 2, {ids[0]: 1})
     assert [(s.cell_id, s.round, s.runs) for s in one] == [(ids[0], 2, 1)]
     assert mirrored_rounds(plan, 2, {ids[0]: 0}) == []
+
+
+def test_an_escalation_round_reverses_the_round_before() -> None:
+    plan = _plan(4)
+    ids = [c.cell_id for c in plan.cells]
+    before = [ids[2], ids[0], ids[1]]
+    slots = mirror_round(plan, 5, {ids[0]: 2, ids[1]: 3, ids[2]: 0}, before=before)
+    assert [(s.cell_id, s.round, s.runs) for s in slots] == [(ids[1], 5, 3), (ids[0], 5, 2)]
+    # A cell that did not run in the round before goes first.
+    fresh = mirror_round(plan, 5, {ids[0]: 2, ids[2]: 2}, before=[ids[0]])
+    assert [s.cell_id for s in fresh] == [ids[2], ids[0]]
+    assert mirror_round(plan, 5, {ids[0]: 0}, before=before) == []
+
+
+def test_an_escalation_round_keeps_a_replica_apart_from_its_original() -> None:
+    plan = _plan(4)
+    ids = [c.cell_id for c in plan.cells]  # ids[-1] replicates ids[0]
+    before = [ids[0], ids[1], ids[-1], ids[2]]
+    needs = {ids[0]: 2, ids[-1]: 2, ids[2]: 2}  # reversed: ids[2], replica, original
+    order = [s.cell_id for s in mirror_round(plan, 3, needs, before=before)]
+    assert sorted(order) == sorted(needs)
+    assert not _adjacent(order, ids[0], ids[-1])

@@ -3,7 +3,8 @@
 The rounds follow design.md §5: every cell measures its share of the budget in two
 mirrored rounds (A B | B A, `schedule.mirrored_rounds`); while a comparison is UNKNOWN and
 the budget allows, the cells it compares run again up to the next look of the sequential
-test, again as a mirrored pair of rounds (adaptive escalation). Everything lands in the
+test, in one round that mirrors the order of the round before (adaptive escalation,
+`schedule.mirror_round`). Everything lands in the
 output folder: `plan.json`, `request.json`, `scripts/`, `results/<cell>-r<round>.json`, `logs/` and
 `findings.json`, which `triagebot report DIR` reads back.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -26,7 +27,7 @@ from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.render import RenderedScript
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
-from triagebot.run.schedule import Slot, initial_schedule, mirrored_rounds
+from triagebot.run.schedule import Slot, initial_schedule, mirror_round
 from triagebot.run.supervise import CellOutcome, run_script
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "envs"
@@ -181,9 +182,11 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                        runs=slot.runs, status=outcome.status, runs_done=done,
                        runs_planned=planned, elapsed_s=elapsed,
                        eta_s=_eta(elapsed, done, planned)))
-        round_index = max(s.round for s in slots) + 1
+        last = max(s.round for s in slots)
+        round_index = last + 1
         slots = _escalation(plan, request, results, round_index, settings, started,
-                            previous=slots[-1].cell_id, walls=walls)
+                            before=[s.cell_id for s in slots if s.round == last],
+                            walls=walls)
         planned += sum(s.runs for s in slots)
     return _finish(plan, request, results, outcomes, env, round_index, out, emit, started,
                    settings)
@@ -212,10 +215,11 @@ def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
 
 def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
                 round_index: int, settings: RunSettings, started: float, *,
-                previous: str | None, walls: Mapping[str, float]) -> list[Slot]:
-    """More runs for the cells of UNKNOWN comparisons, within the budget: a round is
-    started only when it should end inside the time limit, priced at each cell's last
-    start (engine start-up, not the runs, is most of a start on the cpu runner)."""
+                before: Sequence[str], walls: Mapping[str, float]) -> list[Slot]:
+    """More runs for the cells of UNKNOWN comparisons, within the budget, as one round
+    that mirrors the order of the round `before`: a round is started only when it should
+    end inside the time limit, priced at each cell's last start (engine start-up, not the
+    runs, is most of a start on the cpu runner)."""
     if not settings.escalate:
         return []
     elapsed = time.monotonic() - started
@@ -234,7 +238,7 @@ def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, lis
             room = plan.budget.max_runs - have
             if room > 0:
                 needs[cell_id] = max(needs.get(cell_id, 0), min(more, room))
-    slots = mirrored_rounds(plan, round_index, needs, previous=previous)
+    slots = mirror_round(plan, round_index, needs, before=before)
     if elapsed + sum(walls.get(s.cell_id, 0.0) for s in slots) > plan.budget.time_limit_s:
         return []
     return slots

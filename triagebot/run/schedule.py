@@ -124,6 +124,31 @@ def mirrored_rounds(
     return batch + back
 
 
+def mirror_round(
+    plan: Plan,
+    round_index: int,
+    needs: Mapping[str, int],
+    *,
+    before: Sequence[str],
+) -> list[Slot]:
+    """One round for `needs` (runs per cell), in the reverse of the order the round
+    before ran its cells: the escalation adds a round per look, each mirroring the last
+    (A B | B A | A B ...), so a steady drift cancels over every two rounds as in
+    `mirrored_rounds`. Cells that did not run in the round before come first, shuffled;
+    an order that would put an A/A replica beside its original is shuffled afresh."""
+    wanted = {cid: n for cid, n in needs.items() if n > 0}
+    if not wanted:
+        return []
+    back = [cid for cid in reversed(before) if cid in wanted]
+    new = [c.cell_id for c in plan.cells if c.cell_id in wanted and c.cell_id not in back]
+    order = [*round_order(new, plan_hash=plan.plan_hash, round_index=round_index), *back]
+    pairs = aa_pairs(plan)
+    if _clashes(order, _apart(pairs, set(order)), None):
+        order = round_order(order, plan_hash=plan.plan_hash, round_index=round_index,
+                            pairs=pairs)
+    return [Slot(cell_id=cid, runs=wanted[cid], round=round_index) for cid in order]
+
+
 def initial_schedule(plan: Plan, *, runs: int | None = None, rounds: int = 2) -> list[Slot]:
     """Every cell measured `runs` times (the plan's budget by default) over `rounds` rounds.
 
