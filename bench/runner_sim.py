@@ -2,9 +2,10 @@
 
 The plan is the sample's: the 2x2 matrix no_spec/spec x eager/graph and an A/A replica of
 spec + graph, five cells. The four ratio comparisons are judged at every look; a cell runs
-again (the next mirrored pair of rounds) while any comparison it is in is UNKNOWN, the A/A
-replica only in the first pair, as `triagebot/run/orchestrate.py` escalates. Within a round
-the cells that run start one after another in a shuffled order, mirrored by the next round,
+again (the next round, mirroring the one before) while any comparison it is in is
+UNKNOWN, the A/A replica only in the first pair of rounds, as
+`triagebot/run/orchestrate.py` escalates. Within a round the cells that run start one
+after another in a shuffled order, mirrored by the next round,
 so with the 'trend' drift a cell's place in the round moves its runs in time. The effect
 (and the 'arm' offset) is on spec + graph and its replica, so the main comparison
 (spec/no_spec @ graph) sees it; its verdict is the one counted. `noisy` gives one cell twice
@@ -35,15 +36,14 @@ REPLICA = 4
 def simulate(
     rng: np.random.Generator, pairs: int, *, effect: float, drift: str,
     noise: Callable[[np.random.Generator, tuple[int, ...]], np.ndarray],
-    schedule: list[int], rounds: list[tuple[int, int]], bounds: tuple[tuple[float, ...], ...],
-    margin: float, negligible: float, arm_offset: float, shift_sd: float,
-    drift_per_run: float, pooled_noise: bool, noisy: int | None = None,
-    guard: float = pooled.HOMOGENEITY_ALPHA, take_max: bool = True,
+    schedule: list[int], rounds: list[tuple[int, int]], margin: float, negligible: float,
+    arm_offset: float, shift_sd: float, drift_per_run: float, pooled_noise: bool,
+    noisy: int | None = None, guard: float = pooled.HOMOGENEITY_ALPHA, take_max: bool = True,
+    gamma: float = verdict.GAMMA_DIFFERENT, power: float = verdict.DESIGN_POWER,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """(verdicts of the main comparison, runs per arm when it stopped, share of its looks
     that borrowed the pooled sigma). `noise(rng, shape)` draws the log noise of a run;
     `noisy` doubles one cell's."""
-    dz, sz = bounds
     ncell = len(CELLS)
     level = np.zeros(ncell)
     for c in EFFECT_CELLS:
@@ -54,8 +54,9 @@ def simulate(
     data: list[list[np.ndarray]] = [[] for _ in range(ncell)]
     ran: list[list[np.ndarray]] = [[] for _ in range(ncell)]  # (pairs,) bool per round
     alive = np.ones((len(RATIOS), pairs), dtype=bool)
+    closed = np.zeros((len(RATIOS), pairs), dtype=bool)  # DIFFERENT spent, per comparison
     active = np.ones((pairs, ncell), dtype=bool)
-    history = np.zeros(pairs, dtype=np.int64)  # which cells ran in each pair of rounds
+    history = np.zeros(pairs, dtype=np.int64)  # which cells ran, look by look
     verdicts = np.full(pairs, "UNKNOWN", dtype=object)
     runs = np.full(pairs, schedule[-1])
     clock = np.zeros(pairs)
@@ -86,8 +87,11 @@ def simulate(
                 continue
             fit = blocks.fit(data[a], data[b])
             fit, used = pooled.borrow(fit, pool, guard, take_max)
-            codes, _, _, _ = verdict.classify(fit, dz[k], sz[k], margin, negligible)
-            decided = alive[j] & (codes != verdict.UNKNOWN)
+            seen = verdict.judge(fit, schedule, k, closed[j], margin=margin,
+                                 negligible=negligible, gamma=gamma, power=power)
+            closed[j] = seen.closed
+            codes = seen.codes
+            decided = alive[j] & ((codes != verdict.UNKNOWN) | seen.futile)
             if j == 0:
                 borrowed.append(float(used[alive[0]].mean()) if alive[0].any() else 0.0)
                 wrong = decided & (codes == verdict.DIFFERENT) & (fit.theta * effect < 0)
@@ -96,7 +100,7 @@ def simulate(
                 verdicts[wrong] = "WRONG"
                 runs[decided] = schedule[k]
             alive[j] &= ~decided
-        # The next pair of rounds: the cells of every comparison still UNKNOWN.
+        # The next round: the cells of every comparison still UNKNOWN.
         active = np.zeros((pairs, ncell), dtype=bool)
         for j, (a, b) in enumerate(RATIOS):
             active[:, a] |= alive[j]

@@ -87,9 +87,10 @@ def test_a_negligible_band_holds_a_real_1_percent_to_the_budget(cv: float) -> No
     assert false <= _at_most(0.01), f"{false} of {PAIRS} called DIFFERENT at +1 %"
 
 
-def test_without_a_band_a_real_1_percent_is_sometimes_different() -> None:
-    # The default flags any real difference: the 'arm' rows' DIFFERENT is true, and more
-    # frequent than alpha (the bench proves no procedure that keeps the CV 5 % power can
-    # hold it under 1 % at CV 5 %).
-    out = simulate_new(Scenario(0.02, 0.0, "arm", PAIRS, SEED + 7))
-    assert int((out.verdicts == "DIFFERENT").sum()) > _at_most(0.01)
+def test_without_a_band_a_real_1_percent_is_called_different_more_often() -> None:
+    # The default flags any real difference it detects: the 'arm' rows' DIFFERENT is
+    # true, just unwanted. On the same simulated runs a 1 % band calls it less often.
+    plain = simulate_new(Scenario(0.02, 0.0, "arm", PAIRS, SEED + 7))
+    band = simulate_new(Scenario(0.02, 0.0, "arm", PAIRS, SEED + 7, negligible=0.01))
+    different = [int((o.verdicts == "DIFFERENT").sum()) for o in (plain, band)]
+    assert different[0] > different[1], different

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triagebot.analyze import verdict
+from triagebot.analyze import blocks, verdict
 from triagebot.analyze.findings_models import ComparisonResult
 
 
@@ -74,14 +74,75 @@ def test_the_band_is_symmetric_and_measured_from_its_edge(sign: float) -> None:
     assert t_band[0] == pytest.approx(sign * edge) and abs(t_plain[0]) > 20
 
 
-def test_look_bounds_follow_the_schedule() -> None:
+def test_schedule_and_boundaries() -> None:
     schedule = verdict.look_schedule(30)
-    assert schedule == [4, 8, 12, 16, 20, 24, 28, 30]
-    different, same = verdict.look_bounds(schedule)
-    assert len(different) == len(same) == len(schedule)
-    assert list(different) == sorted(different, reverse=True)  # strict early, loose late
-    assert all(d > s for d, s in zip(different, same, strict=True))
+    assert schedule == [4, *range(6, 30, 2), 30]
+    same = verdict.same_bounds(schedule)
+    assert len(same) == len(schedule)
     assert verdict.look_schedule(3) == [3] and verdict.look_schedule(10, 4, 4) == [4, 8, 10]
+    slow = [float(verdict.different_bounds(schedule, k, np.array([58]))[0])
+            for k in range(len(schedule))]
+    assert slow[-1] == min(slow) and slow[1] > slow[-1] + 0.5  # the last look keeps most
+    # A quiet comparison (small target) spends sooner: a lower boundary at the same look,
+    # and none left once its target has passed.
+    quick = [float(verdict.different_bounds(schedule, k, np.array([10]))[0])
+             for k in range(len(schedule))]
+    at_10 = schedule.index(10)
+    assert quick[2] < slow[2]
+    assert math.isfinite(quick[at_10]) and all(math.isinf(z) for z in quick[at_10 + 1:])
+
+
+def test_the_target_follows_the_noise() -> None:
+    schedule = verdict.look_schedule(30)
+    sigma = np.sqrt(np.log1p(np.array([0.005, 0.03, 0.05, np.nan]) ** 2))
+    quiet, cv3, cv5, unknown = verdict.target_runs(sigma, schedule)
+    assert quiet == verdict.MIN_TARGET
+    assert 18 <= cv3 <= 24 and 50 <= cv5 <= 65
+    assert unknown == verdict.TARGET_CAP * 30
+    with_band = verdict.target_runs(sigma[1:2], schedule, negligible=0.01)
+    assert with_band[0] > cv3  # a 5 % change is judged as 4 % beyond the band
+
+
+def _fit(theta: float, se: float, sigma: float = 0.03, df: float = 30.0) -> blocks.BlockFit:
+    one = np.array
+    return blocks.BlockFit(one([theta]), one([se]), one([df]), one([sigma]), 10)
+
+
+def test_a_closed_test_cannot_say_different_and_stops_when_same_is_out_of_reach() -> None:
+    schedule = verdict.look_schedule(30)
+    at_22 = schedule.index(22)  # past the ~21-run target of CV 3 %
+    seen = verdict.judge(_fit(0.035, 0.02), schedule, at_22, np.array([False]))
+    assert seen.codes[0] == verdict.UNKNOWN and seen.closed[0] and seen.futile[0]
+    inside = verdict.judge(_fit(0.01, 0.02), schedule, at_22, np.array([False]))
+    assert inside.closed[0] and not inside.futile[0]  # SAME may still come
+    before = verdict.judge(_fit(0.2, 0.02), schedule, 3, np.array([True]))
+    assert before.codes[0] != verdict.DIFFERENT and math.isinf(before.different_t[0])
+    early = verdict.judge(_fit(0.035, 0.02), schedule, 3, np.array([False]))
+    assert not early.closed[0] and not early.futile[0]
+
+
+def test_a_test_closed_at_an_earlier_look_stays_closed() -> None:
+    # Eight runs per arm at CV 1.5 % (a target of 8) with A 1.5 % ahead: UNKNOWN at the
+    # look at 8 runs, which spends the last of the error; a jump of 10 % in later rounds
+    # cannot reopen it.
+    rng = np.random.default_rng(2)
+    a = [101.5 * np.exp(rng.normal(0, 0.015, 2)) for _ in range(4)]
+    b = [100 * np.exp(rng.normal(0, 0.015, 2)) for _ in range(4)]
+    at_8 = verdict.next_step(a, b, 8, 30).comparison
+    assert at_8.verdict == "UNKNOWN" and at_8.target_runs == 8 and at_8.different_closed
+    later_a = [110 * np.exp(rng.normal(0, 0.001, 2)) for _ in range(2)]
+    later_b = [100 * np.exp(rng.normal(0, 0.001, 2)) for _ in range(2)]
+    d = verdict.next_step([*a, *later_a], [*b, *later_b], 12, 30)
+    assert d.comparison.different_closed and d.comparison.verdict != "DIFFERENT"
+    assert "earlier look" in d.comparison.reason
+    # A look that decided does not close it: cells that ran on for another comparison
+    # are judged again at the later look.
+    fast = [110 * np.exp(rng.normal(0, 0.001, 2)) for _ in range(6)]
+    slow = [100 * np.exp(rng.normal(0, 0.001, 2)) for _ in range(6)]
+    at_8 = verdict.next_step(fast[:4], slow[:4], 8, 30).comparison
+    assert at_8.verdict == "DIFFERENT"
+    again = verdict.next_step(fast, slow, 12, 30).comparison
+    assert again.verdict == "DIFFERENT", again.reason
 
 
 def test_next_step_escalates_to_the_next_look_and_stops_at_the_last() -> None:
@@ -99,8 +160,9 @@ def test_next_step_escalates_to_the_next_look_and_stops_at_the_last() -> None:
         runs += d.more_runs_per_arm
     assert d.comparison.verdict == "DIFFERENT", d.comparison.reason
     assert [s[1] for s in seen] == list(range(len(seen)))
-    off = verdict.next_step(halves(a[:10]), halves(b[:10]), 10, 20)  # between two looks
-    assert off.look == 1 and (off.action == "stop" or off.more_runs_per_arm == 2)
+    # Between two looks: judged at the one before; a look one run away is passed over.
+    off = verdict.next_step(halves(a[:5]), halves(b[:5]), 5, 20)
+    assert off.look == 0 and off.action == "run_more" and off.more_runs_per_arm == 3
     noisy = lognormal(32, 100, 0.2, 20), lognormal(33, 100, 0.2, 20)
     last = verdict.next_step(halves(noisy[0]), halves(noisy[1]), 20, 20)
     assert last.action == "stop" and "budget spent" in last.reason

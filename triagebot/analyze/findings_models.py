@@ -99,6 +99,12 @@ class ComparisonResult(_Model):
     df: float | None = None
     rounds: int = Field(default=0, description="rounds in which both arms ran")
     run_cv: float | None = Field(default=None, description="run-to-run CV, blocks removed")
+    target_runs: int | None = Field(
+        default=None, description="runs per arm by which the DIFFERENT test spends all its "
+        "error, for the noise measured so far (`verdict.target_runs`)")
+    different_closed: bool = Field(
+        default=False, description="the DIFFERENT test reached its target runs at this or "
+        "an earlier look: from here on only SAME can still be reached")
     drift: DriftCheck | None = None
     verdict: Verdict
     reason: str

@@ -15,19 +15,36 @@ config): the practical size below which a maintainer does not care. It is stated
 report. The A/A pair no longer gates verdicts; it measures the runner's noise and drift
 and is reported beside them.
 
-**Looks.** Runs per arm at the looks follow `look_schedule` (4, 8, 12, ... up to
-`max_runs`). At look k the boundaries come from error spending (`sequential.py`):
-`c_k` for DIFFERENT spends alpha/2 per side (less a margin for the t carry, see
-`DIFFERENT_SPEND`) with an O'Brien-Fleming-like function (few runs stop only on clear
-evidence, and the last look keeps most of the power), `e_k` for
-SAME spends `same_alpha` with a Pocock-like one (an unchanged build should be called
-SAME as soon as the data allow). Both are z boundaries carried to Student t on the look's
-degrees of freedom. Then, in this order:
+**Looks.** Runs per arm at the looks follow `look_schedule` (4, 6, 8, ... up to
+`max_runs`); after the plan's first runs every look adds one round (`run/schedule.py`),
+and a look fewer than 2 runs away is passed over. Both
+boundaries come from error spending (`sequential.py`), carried from z to Student t on the
+look's degrees of freedom.
+
+* DIFFERENT is an *information-based* design (Lan & DeMets; Mehta & Tsiatis). Its
+  spending clock is not the share of the budget but the share of the runs the test needs:
+  the target `target_runs` is the size of a one-look z test that finds a 5 % change
+  (`DESIGN_EFFECT`) 99 % of the time, re-estimated at every look from the noise (its
+  upper 60 % confidence limit, so that a lucky low estimate does not spend early). At
+  CV 3 % the target is about 21 runs per arm, so a quiet comparison spends its error by
+  then and stops early; at CV 5 % it is about 58, beyond the 30-run budget, so the early
+  looks spend little and the last look keeps the rest. Looks before `MIN_TARGET` runs
+  spend as if the noise were unknown (the target at its cap). Once a look reaches its
+  target the DIFFERENT test is closed for good (a target that later grows does not
+  reopen it). The per-side budget is alpha/2 less a margin (`DIFFERENT_SPEND`) that pays
+  for the t carry and for estimating the target from the same runs the test reads.
+* SAME spends `same_alpha` with a Pocock-like function of the share of the schedule (an
+  unchanged build should be called SAME as soon as the data allow).
+
+Then, in this order:
 
 * SAME iff the interval theta ± e_k·se lies inside ±log(1 + margin). A real difference
   smaller than the margin is SAME: the report says it is real but small.
 * DIFFERENT iff |T| >= c_k.
-* UNKNOWN otherwise; more runs are asked for until the last look, where UNKNOWN is final.
+* UNKNOWN otherwise. More runs are asked for until the last look, except when the
+  DIFFERENT test is closed and the estimate lies outside the margin: only SAME could
+  still be reached, and the estimate says it will not be, so the comparison stops
+  (a futility stop, which can only lower both error rates).
 
 **Negligible band.** By default DIFFERENT tests "no difference at all", so a real but
 small difference (a steady 1 % between two slots of one machine, say) is called DIFFERENT
@@ -61,10 +78,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final, TypedDict, Unpack
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Final, NamedTuple, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.stats import chi2, norm
 from scipy.stats import t as student_t
 
 from triagebot.analyze import blocks, sequential
@@ -83,24 +103,44 @@ DEFAULT_MARGIN: Final = 0.03
 # No band by default: a band of 1 % holds DIFFERENT to its error budget even against a
 # real 1 % difference, but costs the power the +5 % goals need (bench/stats_power.py).
 DEFAULT_NEGLIGIBLE: Final = 0.0
-# -4 keeps enough error for the last look to find a 5 % change at CV 5 % 4 times in 5 by
-# 30 runs; spending earlier would stop sooner at low noise but lose that (the bench prints
-# the trade-off for -4 .. +1).
-GAMMA_DIFFERENT: Final = -4.0
-# Carrying a z boundary to Student t at the same tail mass lets slightly more through
-# than the z design over a whole sequence of looks: 1.07 % for a nominal 1 % at looks of
-# 4..30 runs (40,000 simulated A/A pairs with SAME switched off, the worst case, since a
-# SAME stop can only remove false alarms). The DIFFERENT boundaries therefore spend 85 %
-# of alpha, which measures 0.94 %; `bench/stats_power.py` prints this check every run.
-DIFFERENT_SPEND: Final = 0.85
+# The DIFFERENT test is sized to find a 5 % change 99 % of the time (a fixed-sample z
+# test at the per-side alpha); the target is re-estimated from the noise at every look.
+# Sizing above the 95 % wanted pays for what the z sizing leaves out: the t test's few
+# degrees of freedom, a target read from noisy early runs, and the looks falling between
+# the runs (bench/stats_power.py prints 0.95 .. 0.995 side by side).
+DESIGN_EFFECT: Final = 0.05
+DESIGN_POWER: Final = 0.99
+# A target beyond max_runs still slows the spending (the last look then gets what is
+# left), up to this many times max_runs: at CV 5 % the target is ~58 runs for a 30-run
+# budget, and spending by n/58 rather than n/30 keeps error for the last look.
+TARGET_CAP: Final = 3
+# Linear in the information fraction; the target, not the shape, decides how early a
+# quiet comparison spends (the bench prints gamma -2 .. +1 beside it).
+GAMMA_DIFFERENT: Final = 0.0
+# Carrying z boundaries to Student t at the same tail mass, and re-estimating the target
+# from the same runs that the test reads, let more through than the nominal budget: 78 %
+# of alpha/2 per side measures about 1 % over a whole sequence of looks with SAME switched
+# off and a steady drift, the worst case (`bench/stats_power.py` prints this check).
+DIFFERENT_SPEND: Final = 0.78
 GAMMA_SAME: Final = 1.0
 MIN_RUNS: Final = 4
-RUN_STEP: Final = 4
+# The fewest runs by which the DIFFERENT test may have spent all its error: a target read
+# from the noise of 4 or 5 runs per arm is too uncertain to spend everything on.
+MIN_TARGET: Final = 8
+# The target reads the noise as its upper 60 % confidence limit, not the estimate: with
+# few degrees of freedom a low estimate is often luck, and the same luck inflates |T|, so
+# a target taken at face value would spend fastest exactly when a false alarm is likeliest
+# (bench/stats_power.py measured 1.1 % false alarms that way at CV 5 %, SAME off).
+SIGMA_QUANTILE: Final = 0.4
+RUN_STEP: Final = 2
 TREND_ALPHA: Final = 0.01
-METHOD: Final = "group-sequential t on log throughput, rounds as blocks (ABBA)"
+METHOD: Final = ("information-based group-sequential t on log throughput, rounds as blocks "
+                 "(ABBA)")
 
 UNKNOWN, DIFFERENT, SAME = 0, 1, 2
 VERDICTS: Final[dict[int, Verdict]] = {UNKNOWN: "UNKNOWN", DIFFERENT: "DIFFERENT", SAME: "SAME"}
+IntArray = NDArray[np.int64]
+BoolArray = NDArray[np.bool_]
 
 
 # --- looks and boundaries ---------------------------------------------------------------
@@ -114,22 +154,64 @@ def look_schedule(max_runs: int, min_runs: int = MIN_RUNS, step: int = RUN_STEP)
     return [*looks, max_runs]
 
 
-def look_bounds(
-    schedule: Sequence[int], alpha: float = DEFAULT_ALPHA, same_alpha: float = SAME_ALPHA,
-    gamma_different: float = GAMMA_DIFFERENT,
-) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(DIFFERENT z boundaries, SAME z boundaries), one of each per look."""
-    info = sequential.fractions(schedule)
-    return (
-        sequential.upper_bounds(info, DIFFERENT_SPEND * alpha / 2.0, gamma_different),
-        sequential.upper_bounds(info, same_alpha, GAMMA_SAME),
-    )
+def target_runs(sigma: FloatArray, schedule: Sequence[int], alpha: float = DEFAULT_ALPHA,
+                negligible: float = DEFAULT_NEGLIGIBLE, power: float = DESIGN_POWER,
+                df: FloatArray | None = None) -> IntArray:
+    """Runs per arm at which the DIFFERENT test has spent all its error, for run-to-run
+    noise `sigma` (sd of log throughput) estimated on `df` degrees of freedom: the size of
+    a one-look z test with `power` against a DESIGN_EFFECT change (measured from the
+    negligible band) at the noise's upper confidence limit (SIGMA_QUANTILE; without `df`,
+    at `sigma` itself), at least MIN_TARGET and at most TARGET_CAP times the last look.
+    Unknown noise gets the cap."""
+    z = float(norm.isf(DIFFERENT_SPEND * alpha / 2.0) + norm.isf(1.0 - power))
+    delta = math.log1p(DESIGN_EFFECT) - math.log1p(negligible)
+    cap = TARGET_CAP * schedule[-1]
+    s = np.asarray(sigma, dtype=np.float64)
+    if df is not None:
+        d = np.maximum(np.asarray(df, dtype=np.float64), 1.0)
+        s = s * np.sqrt(d / chi2.ppf(SIGMA_QUANTILE, d))
+    if delta <= 0:
+        return np.full(s.shape, cap, dtype=np.int64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        n = np.ceil(2.0 * s**2 * (z / delta) ** 2)
+    n = np.nan_to_num(n, nan=cap, posinf=cap)
+    return np.clip(n, min(MIN_TARGET, cap), cap).astype(np.int64)
+
+
+@lru_cache(maxsize=4096)
+def _different_z(schedule: tuple[int, ...], look: int, target: int, alpha: float,
+                 gamma: float) -> float:
+    # Runs below MIN_TARGET say too little about the noise to spend by: those looks
+    # spend as the cap would, whatever the target.
+    info = sequential.fractions(schedule)[: look + 1]
+    last = len(schedule) - 1
+    unknown = TARGET_CAP * schedule[-1]
+    at = tuple(1.0 if j == last else min(1.0, n / (unknown if n < MIN_TARGET else target))
+               for j, n in enumerate(schedule[: look + 1]))
+    return sequential.upper_bounds(info, DIFFERENT_SPEND * alpha / 2.0, gamma, at)[look]
+
+
+def different_bounds(schedule: Sequence[int], look: int, targets: IntArray,
+                     alpha: float = DEFAULT_ALPHA,
+                     gamma: float = GAMMA_DIFFERENT) -> FloatArray:
+    """The DIFFERENT z boundary of `look`, one per target: each look spends by
+    min(1, runs / target) of the error, the last look all that is left."""
+    sched = tuple(schedule)
+    out = np.empty(targets.shape)
+    for t in np.unique(targets):
+        out[targets == t] = _different_z(sched, look, int(t), alpha, gamma)
+    return out
+
+
+def same_bounds(schedule: Sequence[int], same_alpha: float = SAME_ALPHA) -> tuple[float, ...]:
+    """The SAME z boundaries, one per look: Pocock-like spending by share of the schedule."""
+    return sequential.upper_bounds(sequential.fractions(schedule), same_alpha, GAMMA_SAME)
 
 
 def classify(
-    fit: blocks.BlockFit, different_z: float, same_z: float, margin: float,
+    fit: blocks.BlockFit, different_z: float | FloatArray, same_z: float, margin: float,
     negligible: float = DEFAULT_NEGLIGIBLE,
-) -> tuple[NDArray[np.int64], FloatArray, FloatArray, FloatArray]:
+) -> tuple[IntArray, FloatArray, FloatArray, FloatArray]:
     """(verdict codes, T, DIFFERENT t bound, SAME t bound) for a batch of fits.
 
     T measures the distance from the negligible band: (|theta| - log(1 + negligible)) / se,
@@ -145,6 +227,45 @@ def classify(
     codes = np.where(same, SAME, np.where(different, DIFFERENT, UNKNOWN))
     ok = np.isfinite(fit.theta) & np.isfinite(fit.se) & (fit.se > 0)
     return np.where(ok, codes, UNKNOWN).astype(np.int64), t_stat, c, e
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look at a batch of comparisons; arrays of shape (batch,)."""
+
+    codes: IntArray
+    t_stat: FloatArray
+    different_t: FloatArray
+    same_t: FloatArray
+    target: IntArray
+    closed: BoolArray  # the DIFFERENT test has spent its error (at this look or before)
+    futile: BoolArray  # UNKNOWN, closed, and the estimate outside the margin: stop
+
+
+def judge(
+    fit: blocks.BlockFit, schedule: Sequence[int], look: int, closed_before: BoolArray, *,
+    margin: float = DEFAULT_MARGIN, negligible: float = DEFAULT_NEGLIGIBLE,
+    alpha: float = DEFAULT_ALPHA, same_alpha: float = SAME_ALPHA,
+    gamma: float = GAMMA_DIFFERENT, power: float = DESIGN_POWER,
+    target: IntArray | None = None,
+) -> Look:
+    """The verdicts of one look, for the report and the power simulation alike.
+
+    `closed_before` marks the comparisons whose DIFFERENT test reached its target runs at
+    an earlier look; they can no longer be called DIFFERENT. `target` replaces the
+    noise-based target (the bench's spending by share of the schedule: the last look)."""
+    if target is None:
+        target = target_runs(fit.sigma, schedule, alpha, negligible, power, fit.df)
+    dz = np.where(closed_before, np.inf,
+                  different_bounds(schedule, look, target, alpha, gamma))
+    codes, t_stat, c, e = classify(fit, dz, same_bounds(schedule, same_alpha)[look], margin,
+                                   negligible)
+    last = look == len(schedule) - 1
+    closed = closed_before | (target <= schedule[look]) | last
+    with np.errstate(invalid="ignore"):
+        outside = np.abs(fit.theta) >= math.log1p(margin)
+    futile = (codes == UNKNOWN) & closed & outside
+    return Look(codes, t_stat, c, e, target, closed, futile)
 
 
 def margin_band(margin: float = DEFAULT_MARGIN) -> NoiseBand:
@@ -236,16 +357,27 @@ def evaluate(
                                 reason=problem + dropped), fixable
     log_a, log_b = [np.log(x) for x in a], [np.log(x) for x in b]
     fit = blocks.fit([x[None, :] for x in log_a], [y[None, :] for y in log_b])
-    dz, sz = look_bounds(schedule, alpha, same_alpha)
-    codes, t_stat, c, e = classify(fit, dz[look], sz[look], margin, negligible)
+    terms = Terms(margin, negligible, alpha, same_alpha)
+    before, decided = _history(log_a, log_b, schedule, look, terms)
+    if decided is not None:
+        rounds, at = decided
+        res, _ = evaluate(a_rounds[:rounds], b_rounds[:rounds], look=at, schedule=schedule,
+                          margin=margin, negligible=negligible, alpha=alpha,
+                          same_alpha=same_alpha, name=name)
+        later = max(flat_a.size - res.n_a, flat_b.size - res.n_b)
+        return res.model_copy(update={"reason": (
+            f"{res.reason}; decided at {res.n_a} v {res.n_b} runs, before the {later} "
+            "more per arm that ran for other comparisons")}), False
+    seen = judge(fit, schedule, look, np.array([before]), **terms._asdict())
     theta, se, df = float(fit.theta[0]), float(fit.se[0]), float(fit.df[0])
     if not (math.isfinite(se) and se > 0):
         return ComparisonResult(**base, ratio=math.exp(theta) if math.isfinite(theta) else None,
                                 alpha=0.0, verdict="UNKNOWN",
                                 reason=f"too few runs to estimate the noise (df={df:.0f})"
                                 + dropped), True
-    verdict = VERDICTS[int(codes[0])]
-    tt, cc, ee = float(t_stat[0]), float(c[0]), float(e[0])
+    verdict = VERDICTS[int(seen.codes[0])]
+    tt, cc, ee = float(seen.t_stat[0]), float(seen.different_t[0]), float(seen.same_t[0])
+    target, closed = int(seen.target[0]), bool(seen.closed[0])
     lo, hi = math.exp(theta - ee * se), math.exp(theta + ee * se)
     p = float(2.0 * student_t.sf(abs(tt), df))
     look_alpha = float(2.0 * student_t.sf(cc, df)) if math.isfinite(cc) else 0.0
@@ -260,9 +392,17 @@ def evaluate(
         beyond = f" beyond the ±{negligible:.1%} negligible band" if negligible > 0 else ""
         reason = (f"|T|={abs(tt):.1f}{beyond} ≥ {cc:.2f} at {where} "
                   f"(p={p:.2g} ≤ {look_alpha:.2g})")
+    elif before:
+        reason = (f"{interval} crosses the {inside} margin, and the DIFFERENT test spent "
+                  f"its error by an earlier look (target {target} runs per arm)")
     else:
         reason = (f"{interval} crosses the {inside} margin and |T|={abs(tt):.1f} is below "
                   f"{cc:.2f} at {where}")
+    futile = bool(seen.futile[0])
+    if futile and look < len(schedule) - 1:
+        reason += (f"; the estimate ({math.expm1(theta):+.1%}) lies outside the margin and "
+                   f"the DIFFERENT test has spent its error by {target} runs per arm, so "
+                   "more runs could at best reach SAME, which the estimate rules out")
     res = ComparisonResult(
         **base,
         ratio=math.exp(theta),
@@ -273,16 +413,50 @@ def evaluate(
         p_method="t on log throughput, rounds as blocks",
         alpha=look_alpha,
         t_stat=tt,
-        different_bound=cc,
+        different_bound=cc if math.isfinite(cc) else None,
         same_bound=ee,
         df=df,
         rounds=fit.rounds,
         run_cv=math.expm1(float(fit.sigma[0])),
+        target_runs=target,
+        different_closed=closed,
         drift=_drift(log_a, log_b),
         verdict=verdict,
         reason=reason + dropped,
     )
-    return res, True
+    return res, not futile
+
+
+class Terms(NamedTuple):
+    margin: float
+    negligible: float
+    alpha: float
+    same_alpha: float
+
+
+def _history(log_a: list[FloatArray], log_b: list[FloatArray], schedule: Sequence[int],
+             look: int, terms: Terms) -> tuple[bool, tuple[int, int] | None]:
+    """The earlier looks replayed: (whether the DIFFERENT test reached its target still
+    UNKNOWN before `look`, and the (rounds, look) of the first look that decided).
+
+    The runner looks after every whole round once the first look's runs are in, so each
+    whole-round prefix that reaches an earlier look is judged as that look was. A
+    comparison whose cells ran on after it was decided (for another comparison) keeps the
+    verdict of the look that decided it: the error was spent there.
+    """
+    closed = np.array([False])
+    for p in range(1, max(len(log_a), len(log_b))):
+        pa, pb = log_a[:p], log_b[:p]
+        runs = min(sum(x.size for x in pa), sum(x.size for x in pb))
+        reached = [j for j, n in enumerate(schedule) if n <= runs]
+        if not reached or reached[-1] >= look:
+            continue
+        fit = blocks.fit([x[None, :] for x in pa], [y[None, :] for y in pb])
+        seen = judge(fit, schedule, reached[-1], closed, **terms._asdict())
+        if seen.codes[0] != UNKNOWN:
+            return bool(closed[0]), (p, reached[-1])
+        closed = closed | seen.closed
+    return bool(closed[0]), None
 
 
 class VerdictTerms(TypedDict, total=False):
@@ -344,6 +518,11 @@ def next_step(
     if look == len(schedule) - 1:
         return Decision(**common, comparison=result, action="stop",
                         reason=f"UNKNOWN after {runs_so_far} runs per arm: budget spent")
-    more = schedule[look + 1] - runs_so_far
+    # A look fewer than `step` runs away is passed over (its error is left unspent): a
+    # round of one run costs every cell a whole start.
+    nxt = look + 1
+    while nxt < len(schedule) - 1 and schedule[nxt] - runs_so_far < step:
+        nxt += 1
+    more = schedule[nxt] - runs_so_far
     return Decision(**common, comparison=result, action="run_more", more_runs_per_arm=more,
                     reason=f"UNKNOWN ({result.reason}): run {more} more per arm")
