@@ -87,8 +87,10 @@ class Workload(_Model):
     num_prompts: int | None = None
     request_rate: float | None = None
     ignore_eos: bool | None = None
-    image_inputs: int | None = None
-    video_inputs: int | None = None
+    image_inputs: int | None = Field(default=None, description="images a prompt may carry "
+                                     "(`limit_mm_per_prompt`)")
+    video_inputs: int | None = Field(default=None, description="videos a prompt may carry "
+                                     "(`limit_mm_per_prompt`)")
 
 
 class Environment(_Model):
@@ -97,8 +99,9 @@ class Environment(_Model):
     os: str | None = None
     python: str | None = None
     torch: str | None = None
-    cuda_build: str | None = None
-    cuda_runtime: str | None = None
+    cuda_build: str | None = Field(default=None, description="`CUDA used to build PyTorch`")
+    cuda_runtime: str | None = Field(default=None,
+                                     description="`CUDA runtime version`, or nvcc's release")
     driver: str | None = None
     gpus: list[str] = Field(default_factory=list)
     engine_version: str | None = None
@@ -184,29 +187,39 @@ RunStatus = Literal["ok", "failed", "oom", "timeout", "hang", "crashed", "config
 
 
 class RunEnv(_Model):
+    """The machine a script ran on, as the script's own process saw it."""
+
     gpu: str | None = None
     gpu_count: int | None = None
     driver: str | None = None
-    cuda: str | None = None
+    cuda: str | None = Field(default=None, description="torch.version.cuda: the CUDA of the build")
     torch: str | None = None
     engine_version: str | None = None
     engine_commit: str | None = None
 
 
 class RunMeasurement(_Model):
+    """One measured run; the latencies are medians over its requests, where the workload's
+    benchmark reports them (served runs)."""
+
     output_tokens: int
     seconds: float
     tok_s: float
-    ttft_ms: float | None = None
-    tpot_ms: float | None = None
-    itl_ms: float | None = None
+    ttft_ms: float | None = Field(default=None, description="time to first token")
+    tpot_ms: float | None = Field(default=None, description="time per output token")
+    itl_ms: float | None = Field(default=None, description="inter-token latency")
 
 
 class SpecCounters(_Model):
-    num_drafts: int
-    num_draft_tokens: int
-    num_accepted_tokens: int
-    per_position_accepted: list[int] = Field(default_factory=list)
+    """Speculative-decoding counters, summed over the measured runs (warmups left out)."""
+
+    num_drafts: int = Field(description="draft steps the target verified")
+    num_draft_tokens: int = Field(description="tokens the drafter proposed")
+    num_accepted_tokens: int = Field(description="proposed tokens the target accepted")
+    per_position_accepted: list[int] = Field(
+        default_factory=list,
+        description="accepted tokens by position in the draft; empty where not counted",
+    )
 
 
 class RunResult(_Model):

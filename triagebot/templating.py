@@ -20,7 +20,7 @@ def strict_environment(loader: jinja2.BaseLoader,
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
+        # The pair together: a line that holds only a block tag leaves no blank line behind.
+        trim_blocks=True, lstrip_blocks=True,
         finalize=finalize,
     )

@@ -47,10 +47,12 @@ class NoiseBand(_Model):
     half_width: float = Field(description="log-scale half-width δ; band = [e^-δ, e^δ]")
     source: BandSource
     floor: float
-    aa_ratio: float | None = None
-    aa_ci_low: float | None = None
+    aa_ratio: float | None = Field(default=None, description="median(A) / median(A') of the "
+                                   "A/A pair; None when the band is not measured")
+    aa_ci_low: float | None = Field(default=None, description="with aa_ci_high, the 95 % "
+                                    "bootstrap CI of aa_ratio")
     aa_ci_high: float | None = None
-    aa_n_a: int = 0
+    aa_n_a: int = Field(default=0, description="runs in the pair's first cell (0: no pair)")
     aa_n_b: int = 0
     note: str = ""
 
@@ -66,22 +68,20 @@ class DriftCheck(_Model):
 
 
 class ComparisonResult(_Model):
-    """Numerator cell `a` over denominator cell `b`.
-
-    `ratio` is the ratio of geometric means (rounds as blocks, `verdict.py`); `ci_low` /
-    `ci_high` is the interval the verdict holds to the margin at this look, whose nominal
-    coverage `ci_level` grows as looks are spent.
-    """
+    """Numerator cell `a` over denominator cell `b`, as `verdict.py` compares them."""
 
     name: str = ""
     n_a: int
     n_b: int
     median_a: float | None = None
     median_b: float | None = None
-    ratio: float | None = None
-    ci_low: float | None = None
+    ratio: float | None = Field(default=None,
+                                description="ratio of geometric means, rounds as blocks")
+    ci_low: float | None = Field(default=None, description="with ci_high, the interval the "
+                                 "verdict holds to the margin at this look")
     ci_high: float | None = None
-    ci_level: float = 0.95
+    ci_level: float = Field(default=0.95, description="the interval's nominal coverage, which "
+                            "grows as looks are spent")
     p_value: float | None = None
     p_method: str | None = None
     alpha: float = Field(description="threshold the p-value was held to at this look")
@@ -118,13 +118,16 @@ class Interaction(_Model):
     n_b1: int
     n_a2: int
     n_b2: int
-    ratio_1: float | None = None
-    ratio_2: float | None = None
+    ratio_1: float | None = Field(default=None, description="median(a1) / median(b1)")
+    ratio_2: float | None = Field(default=None, description="median(a2) / median(b2)")
     ratio_of_ratios: float | None = None
-    ci_low: float | None = None
+    ci_low: float | None = Field(default=None, description="with ci_high, the bootstrap CI at "
+                                 "ci_level: SAME when it lies inside the band")
     ci_high: float | None = None
     ci_level: float = 0.95
-    strict_ci_low: float | None = None
+    strict_ci_low: float | None = Field(default=None, description="with strict_ci_high, the "
+                                        "bootstrap CI at strict_ci_level (1 - alpha): "
+                                        "DIFFERENT when it lies outside the band")
     strict_ci_high: float | None = None
     strict_ci_level: float = 0.99
     band: NoiseBand
@@ -356,7 +359,8 @@ class LabelMatch(_Model):
 
     label: str
     reported_tok_s: float
-    cell_id: str | None = None
+    cell_id: str | None = Field(default=None,
+                                description="the cell the label names; None for none or several")
     cell_label: str | None = None
     ours_median: float | None = None
     ours_n: int = 0

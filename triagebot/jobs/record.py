@@ -95,10 +95,10 @@ class JobRecord(BaseModel):
     cells: int = 0
     # The plan's own estimate of its GPU time, for queue ETAs.
     estimated_s: float = 0.0
-    # SAME means within ±margin: the repo config's, fixed when the job was created.
-    margin: float = 0.03
-    # DIFFERENT means beyond ±negligible (the repo config's `negligible_pct`; 0: none).
-    negligible: float = 0.0
+    margin: float = Field(default=0.03, description="SAME means within ±margin: the repo "
+                          "config's, fixed when the job was created")
+    negligible: float = Field(default=0.0, description="DIFFERENT means beyond ±negligible "
+                              "(the repo config's `negligible_pct`; 0: none)")
     runs_done: int = 0
     runs_planned: int = 0
     eta_s: float | None = None

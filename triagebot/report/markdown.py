@@ -13,11 +13,6 @@ from collections.abc import Sequence
 
 ZWJ = "\u200d"
 _MENTION = re.compile(r"@(?=[A-Za-z0-9_])")
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}<>|#~!])")
-_BACKTICKS = re.compile(r"`+")
-_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_MERMAID_BAD = re.compile(r"[^A-Za-z0-9 _.:=+/()-]+")
-_LANG = re.compile(r"[^a-z0-9_+-]")
 
 
 def neutralize_mentions(text: str) -> str:
@@ -27,6 +22,9 @@ def neutralize_mentions(text: str) -> str:
 
 def escape_html(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]{}<>|#~!])")
 
 
 def inline(text: object, limit: int = 500) -> str:
@@ -46,6 +44,9 @@ def table_cell(text: object, limit: int = 200) -> str:
     return inline(text, limit) or " "
 
 
+_BACKTICKS = re.compile(r"`+")
+
+
 def longest_backtick_run(text: str) -> int:
     return max((len(m) for m in _BACKTICKS.findall(text)), default=0)
 
@@ -58,6 +59,9 @@ def code_span(text: object, limit: int = 200) -> str:
     return f"{ticks}{pad}{s}{pad}{ticks}"
 
 
+_LANG = re.compile(r"[^a-z0-9_+-]")
+
+
 def fence(text: str, lang: str = "") -> str:
     """A fenced block that no content can close: the fence is longer than every
     backtick run in `text`. Mentions inside code blocks do not notify, so the content
@@ -65,6 +69,9 @@ def fence(text: str, lang: str = "") -> str:
     ticks = "`" * max(3, longest_backtick_run(text) + 1)
     body = text if text.endswith("\n") else text + "\n"
     return f"{ticks}{_LANG.sub('', lang.lower())}\n{body}{ticks}"
+
+
+_MERMAID_BAD = re.compile(r"[^A-Za-z0-9 _.:=+/()-]+")
 
 
 def mermaid_label(text: str, limit: int = 40) -> str:
@@ -96,6 +103,9 @@ def shorten(text: str, limit: int, what: str = "characters") -> str:
     head, tail = text[: keep // 2], text[len(text) - keep // 2 :]
     cut = len(text) - len(head) - len(tail)
     return f"{head}\n... [{cut} {what} left out] ...\n{tail}"
+
+
+_FENCE_LINE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def close_open_blocks(text: str) -> str:

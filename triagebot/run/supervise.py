@@ -98,10 +98,12 @@ class CellOutcome(BaseModel):
     result: RunResult | None = None
     result_error: str | None = None
     error: str | None = None
-    # Why the status differs from what the exit code or the result alone would say.
-    notes: list[str] = Field(default_factory=list)
-    # Log lines that decided an oom or config_rejected status.
-    evidence: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(
+        default_factory=list,
+        description="why the status differs from what the exit code or the result alone says",
+    )
+    evidence: list[str] = Field(default_factory=list,
+                                description="log lines that decided an oom or config_rejected")
     leftover_gpu_mib: int | None = None
 
 

@@ -55,8 +55,10 @@ class CommentInfo(Frozen):
     body: str
     author: Actor
     created_at: datetime | None = None
-    # The body before an edit (`changes.body.from`); None when the body did not change.
-    previous_body: str | None = None
+    previous_body: str | None = Field(
+        default=None,
+        description="the body before an edit (`changes.body.from`); None when it did not change",
+    )
 
 
 class ThreadEvent(Frozen):
@@ -76,11 +78,12 @@ class ThreadEvent(Frozen):
     author: Actor
     sender: Actor
     labels: tuple[str, ...] = ()
-    # The label just added, on `issues.labeled`.
-    label: str | None = None
+    label: str | None = Field(default=None, description="the label just added, on `issues.labeled`")
     comment: CommentInfo | None = None
-    # The issue or PR description before an `edited`; None when it did not change.
-    previous_body: str | None = None
+    previous_body: str | None = Field(
+        default=None,
+        description="the issue or PR description before an `edited`; None when it did not change",
+    )
     head_sha: str | None = None
     head_ref: str | None = None
     base_ref: str | None = None
