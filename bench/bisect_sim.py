@@ -36,7 +36,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from triagebot.analyze import verdict
+from triagebot.analyze import looks, verdict
 from triagebot.bisect import search
 from triagebot.bisect.ranges import BisectRange
 from triagebot.bisect.runner import BisectSettings
@@ -66,7 +66,7 @@ def one_step(ratio: float, cv: float, rng: np.random.Generator,
     a_rounds: list[np.ndarray] = []
     b_rounds: list[np.ndarray] = []
     have = 0
-    schedule = verdict.look_schedule(MAX_RUNS)
+    schedule = looks.look_schedule(MAX_RUNS)
     while True:
         target = next(n for n in schedule if n > have) if have < schedule[-1] else have
         more = target - have

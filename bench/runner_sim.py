@@ -24,7 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from bench import pooled_noise as pooled
-from triagebot.analyze import blocks, verdict
+from triagebot.analyze import blocks, looks
 
 CELLS = ("no_spec eager", "no_spec graph", "spec eager", "spec graph", "A/A spec graph")
 MAIN = (3, 1)
@@ -39,7 +39,7 @@ def simulate(
     schedule: list[int], rounds: list[tuple[int, int]], margin: float, negligible: float,
     arm_offset: float, shift_sd: float, drift_per_run: float, pooled_noise: bool,
     noisy: int | None = None, guard: float = pooled.HOMOGENEITY_ALPHA, take_max: bool = True,
-    gamma: float = verdict.GAMMA_DIFFERENT, power: float = verdict.DESIGN_POWER,
+    gamma: float = looks.GAMMA_DIFFERENT, power: float = looks.DESIGN_POWER,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """(verdicts of the main comparison, runs per arm when it stopped, share of its looks
     that borrowed the pooled sigma). `noise(rng, shape)` draws the log noise of a run;
@@ -87,16 +87,16 @@ def simulate(
                 continue
             fit = blocks.fit(data[a], data[b])
             fit, used = pooled.borrow(fit, pool, guard, take_max)
-            seen = verdict.judge(fit, schedule, k, closed[j], margin=margin,
+            seen = looks.judge(fit, schedule, k, closed[j], margin=margin,
                                  negligible=negligible, gamma=gamma, power=power)
             closed[j] = seen.closed
             codes = seen.codes
-            decided = alive[j] & ((codes != verdict.UNKNOWN) | seen.futile)
+            decided = alive[j] & ((codes != looks.UNKNOWN) | seen.futile)
             if j == 0:
                 borrowed.append(float(used[alive[0]].mean()) if alive[0].any() else 0.0)
-                wrong = decided & (codes == verdict.DIFFERENT) & (fit.theta * effect < 0)
-                verdicts[decided & (codes == verdict.SAME)] = "SAME"
-                verdicts[decided & (codes == verdict.DIFFERENT)] = "DIFFERENT"
+                wrong = decided & (codes == looks.DIFFERENT) & (fit.theta * effect < 0)
+                verdicts[decided & (codes == looks.SAME)] = "SAME"
+                verdicts[decided & (codes == looks.DIFFERENT)] = "DIFFERENT"
                 verdicts[wrong] = "WRONG"
                 runs[decided] = schedule[k]
             alive[j] &= ~decided

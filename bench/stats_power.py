@@ -22,7 +22,7 @@ Procedures, each with its own run order:
   runs per arm, in the runner's order (`runner_rounds`): the plan's 5 first runs in a
   mirrored pair of rounds, then one round per look, each mirroring the one before
   (`triagebot.run.schedule`). The whole batch of simulated requests is judged in one
-  vectorised call per look (`verdict.judge`), futility stops included.
+  vectorised call per look (`looks.judge`), futility stops included.
 * old: the procedure before issue 16 (`bench/legacy_verdict.py`): looks at 5..20, one
   round per look in a random order, Mann-Whitney at a Bonferroni alpha and a bootstrap CI
   of the ratio of medians against a 5 v 5 A/A band. One request at a time, so fewer pairs.
@@ -61,7 +61,7 @@ from scipy.stats import norm, ttest_ind
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench import legacy_verdict, runner_sim
-from triagebot.analyze import blocks, verdict
+from triagebot.analyze import blocks, looks, verdict
 from triagebot.run.schedule import split_runs
 
 MAX_RUNS = 30
@@ -94,8 +94,8 @@ class Scenario:
     # shape, the power the target is sized for, the looks, and the previous design's
     # spending by share of the schedule with every look's runs in a mirrored pair of
     # rounds (`by_schedule`).
-    gamma: float = verdict.GAMMA_DIFFERENT
-    power: float = verdict.DESIGN_POWER
+    gamma: float = looks.GAMMA_DIFFERENT
+    power: float = looks.DESIGN_POWER
     looks: tuple[int, ...] | None = None
     by_schedule: bool = False
 
@@ -148,7 +148,7 @@ def _level(sc: Scenario) -> tuple[float, float]:
 
 
 def runner_rounds(schedule: list[int], initial: int = INITIAL_RUNS, paired: bool = False,
-                  step: int = verdict.RUN_STEP) -> list[tuple[int, int]]:
+                  step: int = looks.RUN_STEP) -> list[tuple[int, int]]:
     """(look index, runs per arm) of every round, in the runner's order: the plan's initial
     runs in a mirrored pair of rounds, then one round per look, each mirroring the one
     before (`triagebot/run/schedule.py`), skipping a look fewer than `step` runs away as
@@ -168,7 +168,7 @@ def runner_rounds(schedule: list[int], initial: int = INITIAL_RUNS, paired: bool
 
 def simulate_new(sc: Scenario) -> Outcome:
     rng = np.random.default_rng(sc.seed)
-    schedule = list(sc.looks) if sc.looks else verdict.look_schedule(MAX_RUNS)
+    schedule = list(sc.looks) if sc.looks else looks.look_schedule(MAX_RUNS)
     level_a, level_b = _level(sc)
     log_a: list[np.ndarray] = []
     log_b: list[np.ndarray] = []
@@ -194,15 +194,15 @@ def simulate_new(sc: Scenario) -> Outcome:
         if i + 1 < len(rounds) and rounds[i + 1][0] == k:
             continue  # the look comes after the last round of its index
         fit = blocks.fit(log_a, log_b)
-        seen = verdict.judge(fit, schedule, k, closed, margin=sc.margin,
+        seen = looks.judge(fit, schedule, k, closed, margin=sc.margin,
                              negligible=sc.negligible, gamma=sc.gamma, power=sc.power,
                              target=fixed)
         closed = seen.closed
         codes = seen.codes
-        decided = alive & ((codes != verdict.UNKNOWN) | seen.futile)
-        wrong = decided & (codes == verdict.DIFFERENT) & (fit.theta * sc.effect < 0)
-        verdicts[decided & (codes == verdict.SAME)] = "SAME"
-        verdicts[decided & (codes == verdict.DIFFERENT)] = "DIFFERENT"
+        decided = alive & ((codes != looks.UNKNOWN) | seen.futile)
+        wrong = decided & (codes == looks.DIFFERENT) & (fit.theta * sc.effect < 0)
+        verdicts[decided & (codes == looks.SAME)] = "SAME"
+        verdicts[decided & (codes == looks.DIFFERENT)] = "DIFFERENT"
         verdicts[wrong] = "WRONG"
         runs[decided] = schedule[k]
         alive &= ~decided
@@ -216,17 +216,17 @@ def simulate_old(sc: Scenario, pairs: int) -> tuple[Outcome, float, float]:
     """The old procedure, and the seeds' two rules (rates of a right-direction call)."""
     rng = np.random.default_rng(sc.seed + 7)
     level_a, level_b = _level(sc)
-    looks = legacy_verdict.LOOKS
+    points = legacy_verdict.LOOKS
     verdicts = np.full(pairs, "UNKNOWN", dtype=object)
     runs = np.zeros(pairs, dtype=int)
     naive = t_hits = 0
     drift = DRIFT_PER_RUN if sc.drift == "trend" else 0.0
     for p in range(pairs):
         a_parts, b_parts, clock, prev = [], [], 0.0, 0
-        for n in looks:
+        for n in points:
             m = n - prev
             prev = n
-            first_a = rng.random() < 0.5 if n > looks[0] else True  # seeds: A then B
+            first_a = rng.random() < 0.5 if n > points[0] else True  # seeds: A then B
             t_a = clock + np.arange(m) + (0 if first_a else m)
             t_b = clock + np.arange(m) + (m if first_a else 0)
             clock += 2 * m
@@ -472,9 +472,9 @@ def tradeoff(pairs: int, fpr_pairs: int) -> list[str]:
     CV 2 %) are printed beside it."""
     every2_from6 = (*range(6, MAX_RUNS, 2), MAX_RUNS)
     base = Scenario(0.0, 0.0, "none", pairs, MASTER_SEED)
-    designs = [(f"target for power {p:.3g}, gamma {verdict.GAMMA_DIFFERENT:+.0f}",
+    designs = [(f"target for power {p:.3g}, gamma {looks.GAMMA_DIFFERENT:+.0f}",
                 replace(base, power=p)) for p in (0.95, 0.99, 0.995)]
-    designs += [(f"power {verdict.DESIGN_POWER:.3g}, gamma {g:+.0f}", replace(base, gamma=g))
+    designs += [(f"power {looks.DESIGN_POWER:.3g}, gamma {g:+.0f}", replace(base, gamma=g))
                 for g in (-2.0, 1.0)]
     designs += [("the same, first look at 6 runs", replace(base, looks=every2_from6)),
                 ("previous: by share of the schedule, gamma -4, looks every 4, pairs",
@@ -524,9 +524,9 @@ def goals(rows: list[tuple[Scenario, Outcome]], check_pairs: int) -> list[str]:
                f"({'met' if wrong == 0 else 'NOT MET'})")
     out += worst_case_fpr(check_pairs)
     out.append("  +5 % goals against each other (designs of the DIFFERENT boundary; used: "
-               f"target for power {verdict.DESIGN_POWER:.3g}, gamma "
-               f"{verdict.GAMMA_DIFFERENT:+.0f}, looks every {verdict.RUN_STEP} from "
-               f"{verdict.MIN_RUNS}), "
+               f"target for power {looks.DESIGN_POWER:.3g}, gamma "
+               f"{looks.GAMMA_DIFFERENT:+.0f}, looks every {looks.RUN_STEP} from "
+               f"{looks.MIN_RUNS}), "
                f"{check_pairs // 10} pairs each, FPRs on {check_pairs // 4}:")
     out += [f"{'':<4}{line}" for line in tradeoff(check_pairs // 10, check_pairs // 4)]
     out += [f"{'':<4}Spending by the target rather than by the schedule is what meets both "
@@ -552,8 +552,8 @@ def legend(seconds: float) -> list[str]:
         "'blocks' rows add a 1 % shift shared by both arms of a round: the rounds-as-blocks",
         "fit removes it (same rates as 'none'); no pairing removes per-run noise, which is",
         "what CV means here, hence the SAME ceilings above.",
-        f"new: DIFFERENT over all looks <= {verdict.DEFAULT_ALPHA:.0%}, SAME when outside the "
-        f"±{verdict.DEFAULT_MARGIN:.0%} margin <= {verdict.SAME_ALPHA:.0%} per side; "
+        f"new: DIFFERENT over all looks <= {looks.DEFAULT_ALPHA:.0%}, SAME when outside the "
+        f"±{verdict.DEFAULT_MARGIN:.0%} margin <= {looks.SAME_ALPHA:.0%} per side; "
         f"fixed seed {MASTER_SEED}; {seconds:.0f} s.",
     ]
 
@@ -582,8 +582,8 @@ class Design:
     """A DIFFERENT boundary and where the sigma comes from (None: the pair's own)."""
 
     name: str
-    gamma: float = verdict.GAMMA_DIFFERENT
-    power: float = verdict.DESIGN_POWER
+    gamma: float = looks.GAMMA_DIFFERENT
+    power: float = looks.DESIGN_POWER
     pooled: bool = False
     take_max: bool = True
 
@@ -596,7 +596,7 @@ def simulate_plan(case: PlanCase, design: Design, margin: float = verdict.DEFAUL
                   ) -> tuple[Outcome, float]:
     """The main comparison's outcome when the runner judges the whole plan, and the share
     of its looks that borrowed the pooled sigma."""
-    schedule = verdict.look_schedule(MAX_RUNS)
+    schedule = looks.look_schedule(MAX_RUNS)
     sc = Scenario(case.cv, case.effect, case.drift, case.pairs, case.seed)
     v, runs, used = runner_sim.simulate(
         np.random.default_rng(case.seed), case.pairs, effect=case.effect, drift=case.drift,

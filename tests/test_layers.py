@@ -7,9 +7,11 @@ module whose import brought it in.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 EDGE_LIBRARIES = ("redis", "celery", "fastapi", "github", "httpx")
 
@@ -64,3 +66,20 @@ def test_the_probe_sees_an_edge_import() -> None:
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"triagebot.jobs.store": ["redis"]}
+
+
+def test_no_module_or_class_outgrows_a_room() -> None:
+    # Issue 18's limits: a module over 500 lines or a class over 200 is a sign that it
+    # holds more than one job.
+    root = Path(__file__).resolve().parents[1] / "triagebot"
+    big: list[str] = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 500:
+            big.append(f"{path.relative_to(root)}: {text.count(chr(10))} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ClassDef) and node.end_lineno is not None:
+                size = node.end_lineno - node.lineno + 1
+                if size > 200:
+                    big.append(f"{path.relative_to(root)}::{node.name}: {size} lines")
+    assert not big, big

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triagebot.analyze import blocks, verdict
+from triagebot.analyze import blocks, looks, verdict
 from triagebot.analyze.findings_models import ComparisonResult
 
 
@@ -67,25 +67,25 @@ def test_the_band_is_symmetric_and_measured_from_its_edge(sign: float) -> None:
     fit = verdict.blocks.BlockFit(theta=np.array([sign * math.log1p(0.0105)]),
                                   se=np.array([0.0005]), df=np.array([40.0]), sigma=nan,
                                   rounds=2)
-    plain, t_plain, _, _ = verdict.classify(fit, 2.0, 2.0, 0.0)
-    band, t_band, _, _ = verdict.classify(fit, 2.0, 2.0, 0.0, negligible=0.01)
-    assert plain[0] == verdict.DIFFERENT and band[0] == verdict.UNKNOWN
+    plain, t_plain, _, _ = looks.classify(fit, 2.0, 2.0, 0.0)
+    band, t_band, _, _ = looks.classify(fit, 2.0, 2.0, 0.0, negligible=0.01)
+    assert plain[0] == looks.DIFFERENT and band[0] == looks.UNKNOWN
     edge = (math.log1p(0.0105) - math.log1p(0.01)) / 0.0005
     assert t_band[0] == pytest.approx(sign * edge) and abs(t_plain[0]) > 20
 
 
 def test_schedule_and_boundaries() -> None:
-    schedule = verdict.look_schedule(30)
+    schedule = looks.look_schedule(30)
     assert schedule == [4, *range(6, 30, 2), 30]
-    same = verdict.same_bounds(schedule)
+    same = looks.same_bounds(schedule)
     assert len(same) == len(schedule)
-    assert verdict.look_schedule(3) == [3] and verdict.look_schedule(10, 4, 4) == [4, 8, 10]
-    slow = [float(verdict.different_bounds(schedule, k, np.array([58]))[0])
+    assert looks.look_schedule(3) == [3] and looks.look_schedule(10, 4, 4) == [4, 8, 10]
+    slow = [float(looks.different_bounds(schedule, k, np.array([58]))[0])
             for k in range(len(schedule))]
     assert slow[-1] == min(slow) and slow[1] > slow[-1] + 0.5  # the last look keeps most
     # A quiet comparison (small target) spends sooner: a lower boundary at the same look,
     # and none left once its target has passed.
-    quick = [float(verdict.different_bounds(schedule, k, np.array([10]))[0])
+    quick = [float(looks.different_bounds(schedule, k, np.array([10]))[0])
              for k in range(len(schedule))]
     at_10 = schedule.index(10)
     assert quick[2] < slow[2]
@@ -93,13 +93,13 @@ def test_schedule_and_boundaries() -> None:
 
 
 def test_the_target_follows_the_noise() -> None:
-    schedule = verdict.look_schedule(30)
+    schedule = looks.look_schedule(30)
     sigma = np.sqrt(np.log1p(np.array([0.005, 0.03, 0.05, np.nan]) ** 2))
-    quiet, cv3, cv5, unknown = verdict.target_runs(sigma, schedule)
-    assert quiet == verdict.MIN_TARGET
+    quiet, cv3, cv5, unknown = looks.target_runs(sigma, schedule)
+    assert quiet == looks.MIN_TARGET
     assert 18 <= cv3 <= 24 and 50 <= cv5 <= 65
-    assert unknown == verdict.TARGET_CAP * 30
-    with_band = verdict.target_runs(sigma[1:2], schedule, negligible=0.01)
+    assert unknown == looks.TARGET_CAP * 30
+    with_band = looks.target_runs(sigma[1:2], schedule, negligible=0.01)
     assert with_band[0] > cv3  # a 5 % change is judged as 4 % beyond the band
 
 
@@ -109,15 +109,15 @@ def _fit(theta: float, se: float, sigma: float = 0.03, df: float = 30.0) -> bloc
 
 
 def test_a_closed_test_cannot_say_different_and_stops_when_same_is_out_of_reach() -> None:
-    schedule = verdict.look_schedule(30)
+    schedule = looks.look_schedule(30)
     at_22 = schedule.index(22)  # past the ~21-run target of CV 3 %
-    seen = verdict.judge(_fit(0.035, 0.02), schedule, at_22, np.array([False]))
-    assert seen.codes[0] == verdict.UNKNOWN and seen.closed[0] and seen.futile[0]
-    inside = verdict.judge(_fit(0.01, 0.02), schedule, at_22, np.array([False]))
+    seen = looks.judge(_fit(0.035, 0.02), schedule, at_22, np.array([False]))
+    assert seen.codes[0] == looks.UNKNOWN and seen.closed[0] and seen.futile[0]
+    inside = looks.judge(_fit(0.01, 0.02), schedule, at_22, np.array([False]))
     assert inside.closed[0] and not inside.futile[0]  # SAME may still come
-    before = verdict.judge(_fit(0.2, 0.02), schedule, 3, np.array([True]))
-    assert before.codes[0] != verdict.DIFFERENT and math.isinf(before.different_t[0])
-    early = verdict.judge(_fit(0.035, 0.02), schedule, 3, np.array([False]))
+    before = looks.judge(_fit(0.2, 0.02), schedule, 3, np.array([True]))
+    assert before.codes[0] != looks.DIFFERENT and math.isinf(before.different_t[0])
+    early = looks.judge(_fit(0.035, 0.02), schedule, 3, np.array([False]))
     assert not early.closed[0] and not early.futile[0]
 
 

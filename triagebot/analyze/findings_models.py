@@ -101,7 +101,7 @@ class ComparisonResult(_Model):
     run_cv: float | None = Field(default=None, description="run-to-run CV, blocks removed")
     target_runs: int | None = Field(
         default=None, description="runs per arm by which the DIFFERENT test spends all its "
-        "error, for the noise measured so far (`verdict.target_runs`)")
+        "error, for the noise measured so far (`looks.target_runs`)")
     different_closed: bool = Field(
         default=False, description="the DIFFERENT test reached its target runs at this or "
         "an earlier look: from here on only SAME can still be reached")

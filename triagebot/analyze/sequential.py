@@ -71,7 +71,7 @@ def upper_bounds(info: tuple[float, ...], alpha: float, gamma: float,
     which fixes how successive looks correlate. `spent_at`, by default `info`, is where
     each look stands on the spending function: an information-based design spends by
     the share of the information its target needs, which can run ahead of the share of
-    the schedule (`verdict.target_runs`); a value of 1 spends all that is left.
+    the schedule (`looks.target_runs`); a value of 1 spends all that is left.
 
     A look that is allotted no error (its spending increment is zero or the information
     did not grow) gets an infinite boundary: it can never reject.
