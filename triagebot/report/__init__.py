@@ -20,6 +20,7 @@ from typing import Any
 import jinja2
 
 from triagebot.analyze.findings_models import Findings, Hint
+from triagebot.analyze.looks import DESIGN_EFFECT, DESIGN_POWER
 from triagebot.model import Plan
 from triagebot.render import RenderedScript
 from triagebot.report import markdown as md
@@ -153,6 +154,13 @@ def _method_lines(findings: Findings) -> list[Md]:
     out = [_t(f"SAME means within ±{findings.margin:.0%} (the practical margin); the "
               f"interval shown is the one held to it. Method: {method}; {different}, "
               "SAME to ≤ 5 % when the truth lies at the margin.", 600)]
+    targets = [f"{c.name} {c.result.target_runs}" for c in findings.comparisons
+               if c.kind == "ratio" and c.result.target_runs is not None]
+    if targets:
+        out.append(_t("Runs per arm each DIFFERENT test spends its error by, sized at its "
+                      f"measured noise to find a {DESIGN_EFFECT:.0%} change "
+                      f"{DESIGN_POWER:.0%} of the time (a quiet pair decides sooner): "
+                      f"{', '.join(targets)}.", 600))
     aa = next((c.result for c in findings.comparisons if c.kind == "noise"), None)
     if aa is not None and aa.ratio is not None:
         cv = f", run-to-run CV {aa.run_cv:.1%}" if aa.run_cv is not None else ""
