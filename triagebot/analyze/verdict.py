@@ -246,7 +246,7 @@ def evaluate(
     if futile and look < len(schedule) - 1:
         reason += (f"; the estimate ({math.expm1(theta):+.1%}) lies outside the margin and "
                    f"the DIFFERENT test has spent its error by {target} runs per arm, so "
-                   "more runs could at best reach SAME, which the estimate rules out")
+                   "more runs could at best reach SAME, which the estimate makes unlikely")
     res = ComparisonResult(
         **base,
         ratio=math.exp(theta),
@@ -283,13 +283,13 @@ def _history(log_a: list[FloatArray], log_b: list[FloatArray], schedule: Sequenc
     """The earlier looks replayed: (whether the DIFFERENT test reached its target still
     UNKNOWN before `look`, and the (rounds, look) of the first look that decided).
 
-    The runner looks after every whole round once the first look's runs are in, so each
-    whole-round prefix that reaches an earlier look is judged as that look was. A
+    The runner looks after its first mirrored pair of rounds and then after every round,
+    so each such prefix that reaches an earlier look is judged as that look was. A
     comparison whose cells ran on after it was decided (for another comparison) keeps the
     verdict of the look that decided it: the error was spent there.
     """
     closed = np.array([False])
-    for p in range(1, max(len(log_a), len(log_b))):
+    for p in range(2, max(len(log_a), len(log_b))):
         pa, pb = log_a[:p], log_b[:p]
         runs = min(sum(x.size for x in pa), sum(x.size for x in pb))
         reached = [j for j, n in enumerate(schedule) if n <= runs]
