@@ -155,14 +155,16 @@ def runner_rounds(schedule: list[int], initial: int = INITIAL_RUNS, paired: bool
     `verdict.next_step` does; the look comes after the last round of its index.
     `paired`: every look's runs in a mirrored pair of rounds (the previous design)."""
     reached = [k for k, n in enumerate(schedule) if n <= initial]
-    first = reached[-1] if reached else 0
+    look = reached[-1] if reached else 0
     done = min(initial, schedule[-1])
-    out = [(first, m) for m in split_runs(done, 2)]
-    last = len(schedule) - 1
-    for k in range(first + 1 if reached else 0, len(schedule)):
-        if schedule[k] - done >= (step if k < last else 1):
-            out.extend((k, m) for m in split_runs(schedule[k] - done, 2 if paired else 1))
-            done = schedule[k]
+    out = [(look, m) for m in split_runs(done, 2)]
+    if not reached:  # before the first look: run up to it
+        out.extend((0, m) for m in split_runs(schedule[0] - done, 2 if paired else 1))
+        done = schedule[0]
+    while look < len(schedule) - 1:
+        look = looks.next_look(schedule, look, done, step)
+        out.extend((look, m) for m in split_runs(schedule[look] - done, 2 if paired else 1))
+        done = schedule[look]
     return out
 
 

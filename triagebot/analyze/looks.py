@@ -77,6 +77,17 @@ def look_schedule(max_runs: int, min_runs: int = MIN_RUNS, step: int = RUN_STEP)
     return [*looks, max_runs]
 
 
+def next_look(schedule: Sequence[int], look: int, runs_so_far: int,
+              step: int = RUN_STEP) -> int:
+    """The look to run to after `look`: the next one, passing over any fewer than `step`
+    runs away (its error is left unspent), since a round of one run costs every cell a
+    whole start. The last look is never passed over."""
+    nxt = look + 1
+    while nxt < len(schedule) - 1 and schedule[nxt] - runs_so_far < step:
+        nxt += 1
+    return nxt
+
+
 def target_runs(sigma: FloatArray, schedule: Sequence[int], alpha: float = DEFAULT_ALPHA,
                 negligible: float = DEFAULT_NEGLIGIBLE, power: float = DESIGN_POWER,
                 df: FloatArray | None = None) -> IntArray:

@@ -77,8 +77,9 @@ A trend in time is still tested (`blocks.trend`) and reported when present.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Final, NamedTuple, TypedDict, Unpack
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Final, TypedDict, Unpack
 
 import numpy as np
 from scipy.stats import t as student_t
@@ -102,8 +103,10 @@ from triagebot.analyze.looks import (
     SAME,
     SAME_ALPHA,
     UNKNOWN,
+    Look,
     judge,
     look_schedule,
+    next_look,
 )
 
 TREND_ALPHA: Final = 0.01
@@ -201,8 +204,9 @@ def evaluate(
                                 reason=problem + dropped), fixable
     log_a, log_b = [np.log(x) for x in a], [np.log(x) for x in b]
     fit = blocks.fit([x[None, :] for x in log_a], [y[None, :] for y in log_b])
-    terms = Terms(margin, negligible, alpha, same_alpha)
-    before, decided = _history(log_a, log_b, schedule, look, terms)
+    judge_at = partial(judge, schedule=schedule, margin=margin, negligible=negligible,
+                       alpha=alpha, same_alpha=same_alpha)
+    before, decided = _history(log_a, log_b, schedule, look, judge_at)
     if decided is not None:
         rounds, at = decided
         res, _ = evaluate(a_rounds[:rounds], b_rounds[:rounds], look=at, schedule=schedule,
@@ -212,7 +216,7 @@ def evaluate(
         return res.model_copy(update={"reason": (
             f"{res.reason}; decided at {res.n_a} v {res.n_b} runs, before the {later} "
             "more per arm that ran for other comparisons")}), False
-    seen = judge(fit, schedule, look, np.array([before]), **terms._asdict())
+    seen = judge_at(fit, look=look, closed_before=np.array([before]))
     theta, se, df = float(fit.theta[0]), float(fit.se[0]), float(fit.df[0])
     if not (math.isfinite(se) and se > 0):
         return ComparisonResult(**base, ratio=math.exp(theta) if math.isfinite(theta) else None,
@@ -271,15 +275,8 @@ def evaluate(
     return res, not futile
 
 
-class Terms(NamedTuple):
-    margin: float
-    negligible: float
-    alpha: float
-    same_alpha: float
-
-
 def _history(log_a: list[FloatArray], log_b: list[FloatArray], schedule: Sequence[int],
-             look: int, terms: Terms) -> tuple[bool, tuple[int, int] | None]:
+             look: int, judge_at: Callable[..., Look]) -> tuple[bool, tuple[int, int] | None]:
     """The earlier looks replayed: (whether the DIFFERENT test reached its target still
     UNKNOWN before `look`, and the (rounds, look) of the first look that decided).
 
@@ -296,7 +293,7 @@ def _history(log_a: list[FloatArray], log_b: list[FloatArray], schedule: Sequenc
         if not reached or reached[-1] >= look:
             continue
         fit = blocks.fit([x[None, :] for x in pa], [y[None, :] for y in pb])
-        seen = judge(fit, schedule, reached[-1], closed, **terms._asdict())
+        seen = judge_at(fit, look=reached[-1], closed_before=closed)
         if seen.codes[0] != UNKNOWN:
             return bool(closed[0]), (p, reached[-1])
         closed = closed | seen.closed
@@ -362,11 +359,6 @@ def next_step(
     if look == len(schedule) - 1:
         return Decision(**common, comparison=result, action="stop",
                         reason=f"UNKNOWN after {runs_so_far} runs per arm: budget spent")
-    # A look fewer than `step` runs away is passed over (its error is left unspent): a
-    # round of one run costs every cell a whole start.
-    nxt = look + 1
-    while nxt < len(schedule) - 1 and schedule[nxt] - runs_so_far < step:
-        nxt += 1
-    more = schedule[nxt] - runs_so_far
+    more = schedule[next_look(schedule, look, runs_so_far, step)] - runs_so_far
     return Decision(**common, comparison=result, action="run_more", more_runs_per_arm=more,
                     reason=f"UNKNOWN ({result.reason}): run {more} more per arm")
