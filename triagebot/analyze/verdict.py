@@ -31,8 +31,10 @@ look's degrees of freedom.
   looks spend little and the last look keeps the rest. Looks before `MIN_TARGET` runs
   spend as if the noise were unknown (the target at its cap). Once a look reaches its
   target the DIFFERENT test is closed for good (a target that later grows does not
-  reopen it). The per-side budget is alpha/2 less a margin (`DIFFERENT_SPEND`) that pays
-  for the t carry and for estimating the target from the same runs the test reads.
+  reopen it). The per-side budget is alpha/2 less a margin that pays for the t carry and
+  for estimating the target from the same runs the test reads: 85 % of alpha/2 for a
+  target within the last look (`SPEND_WITHIN`), 73 % for one beyond it (`SPEND_BEYOND`),
+  whose spending runs over more looks at which the noise is still loosely known.
 * SAME spends `same_alpha` with a Pocock-like function of the share of the schedule (an
   unchanged build should be called SAME as soon as the data allow).
 
