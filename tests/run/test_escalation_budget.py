@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.report import load_fixture
 from triagebot.run.orchestrate import RunSettings, _escalation
+from triagebot.run.schedule import Slot
 
 
 def _escalate(walls: dict[str, float], tmp_path: Path, limit_s: int = 600) -> int:
@@ -15,7 +16,7 @@ def _escalate(walls: dict[str, float], tmp_path: Path, limit_s: int = 600) -> in
         update={"time_limit_s": limit_s, "max_runs": 30})})
     started = time.monotonic() - 300  # five minutes spent
     slots = _escalation(plan, None, {k: list(v) for k, v in results.items()}, 2,
-                        RunSettings(out_dir=tmp_path), started, before=[], walls=walls)
+                        RunSettings(out_dir=tmp_path), started, ran=[], walls=walls)
     return len(slots)
 
 
@@ -30,12 +31,32 @@ def test_a_round_that_would_overrun_the_time_limit_is_not_started(tmp_path: Path
     assert _escalate({c.cell_id: 120.0 for c in plan.cells}, tmp_path) == 0
 
 
-def test_an_escalation_is_one_round_mirroring_the_round_before(tmp_path: Path) -> None:
+def _ran(order: list[str], *runs: int) -> list[Slot]:
+    """Rounds of `order` and its reverse in turn, each measuring `runs[r]` runs."""
+    return [Slot(cell_id=cid, runs=n, round=r)
+            for r, n in enumerate(runs) for cid in (order if r % 2 == 0 else order[::-1])]
+
+
+def _escalate_after(ran: list[Slot], tmp_path: Path) -> list[str]:
     plan, results = load_fixture("noisy_unknown")
-    before = [c.cell_id for c in plan.cells]
     slots = _escalation(plan, None, {k: list(v) for k, v in results.items()}, 2,
-                        RunSettings(out_dir=tmp_path), time.monotonic(), before=before,
+                        RunSettings(out_dir=tmp_path), time.monotonic(), ran=ran,
                         walls={c.cell_id: 1.0 for c in plan.cells})
-    order = [s.cell_id for s in slots]
-    assert order and {s.round for s in slots} == {2}
-    assert order == [cid for cid in reversed(before) if cid in order]
+    assert slots and {s.round for s in slots} == {2}
+    return [s.cell_id for s in slots]
+
+
+def test_an_escalation_is_one_round_mirroring_the_round_before(tmp_path: Path) -> None:
+    plan, _ = load_fixture("noisy_unknown")
+    first = [c.cell_id for c in plan.cells]
+    order = _escalate_after(_ran(first, 2, 2), tmp_path)  # the last round: `first` reversed
+    assert order == [cid for cid in first if cid in order]
+
+
+def test_after_3_then_2_runs_an_escalation_repeats_the_shorter_order(tmp_path: Path) -> None:
+    # The first round's order had 3 runs and its mirror 2: mirroring again would put the
+    # first order 3 + runs ahead; repeating the mirror's order evens them out.
+    plan, _ = load_fixture("noisy_unknown")
+    first = [c.cell_id for c in plan.cells]
+    order = _escalate_after(_ran(first, 3, 2), tmp_path)
+    assert order == [cid for cid in reversed(first) if cid in order]

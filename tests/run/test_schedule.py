@@ -9,7 +9,9 @@ import pytest
 
 from triagebot.model import Budget, Cell, CellWorkload, Comparison, Plan, Sampling
 from triagebot.run.schedule import (
+    Slot,
     aa_pairs,
+    balanced_turn,
     initial_schedule,
     mirror_round,
     mirrored_rounds,
@@ -148,6 +150,48 @@ def test_an_escalation_round_reverses_the_round_before() -> None:
     fresh = mirror_round(plan, 5, {ids[0]: 2, ids[2]: 2}, before=[ids[0]])
     assert [s.cell_id for s in fresh] == [ids[2], ids[0]]
     assert mirror_round(plan, 5, {ids[0]: 0}, before=before) == []
+
+
+def test_an_escalation_round_can_repeat_the_order_of_the_round_before() -> None:
+    plan = _plan(4)
+    ids = [c.cell_id for c in plan.cells]
+    before = [ids[2], ids[0], ids[1]]
+    slots = mirror_round(plan, 5, {ids[0]: 2, ids[1]: 2, ids[2]: 2}, before=before,
+                         turn=False)
+    assert [s.cell_id for s in slots] == before
+
+
+def _rounds(*rounds: tuple[list[str], int]) -> list[Slot]:
+    return [Slot(cell_id=cid, runs=runs, round=r)
+            for r, (order, runs) in enumerate(rounds) for cid in order]
+
+
+def test_turns_even_out_the_runs_each_order_has_had() -> None:
+    ab, ba = ["a", "b"], ["b", "a"]
+    assert balanced_turn([]) is True
+    # After the plan's 3 + 2: the last order (B A) is behind, so it runs again.
+    assert balanced_turn(_rounds((ab, 3), (ba, 2))) is False
+    # Then A B has 9 against 4 + 9: turn back to it, and so on.
+    assert balanced_turn(_rounds((ab, 3), (ba, 2), (ba, 3))) is True
+    # Equal runs: plain mirroring (a tie turns).
+    assert balanced_turn(_rounds((ab, 2), (ba, 2))) is True
+    assert balanced_turn(_rounds((ab, 2), (ba, 2), (ab, 2))) is True
+    # Strict alternation after 3 + 2 would keep A B ahead at every odd look; balancing
+    # keeps the lean within one round of 2 runs.
+    order, lean = ab, 0
+    history = [(ab, 3), (ba, 2)]
+    for _ in range(10):
+        last = history[-1][0]
+        order = last[::-1] if balanced_turn(_rounds(*history)) else last
+        history.append((order, 2))
+        lean = sum((1 if o == ab else -1) * m * m for o, m in history)
+        assert abs(lean) <= 5
+
+
+def test_a_fresh_order_or_a_lone_cell_does_not_lean() -> None:
+    # c b a is neither a b c nor its reverse restricted to the last round's cells.
+    assert balanced_turn(_rounds((["c", "a", "b"], 5), (["a", "b", "c"], 2))) is True
+    assert balanced_turn(_rounds((["a", "b"], 5), (["a"], 2))) is True
 
 
 def test_an_escalation_round_keeps_a_replica_apart_from_its_original() -> None:

@@ -3,8 +3,9 @@
 The rounds follow design.md §5: every cell measures its share of the budget in two
 mirrored rounds (A B | B A, `schedule.mirrored_rounds`); while a comparison is UNKNOWN and
 the budget allows, the cells it compares run again up to the next look of the sequential
-test, in one round that mirrors the order of the round before (adaptive escalation,
-`schedule.mirror_round`). Everything lands in the
+test, in one round that mirrors the order of the round before, or repeats it where the
+earlier rounds lean the other way (adaptive escalation, `schedule.mirror_round`,
+`schedule.balanced_turn`). Everything lands in the
 output folder: `plan.json`, `request.json`, `scripts/`, `results/<cell>-r<round>.json`, `logs/` and
 `findings.json`, which `triagebot report DIR` reads back.
 """
@@ -27,7 +28,7 @@ from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.render import RenderedScript
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
-from triagebot.run.schedule import Slot, initial_schedule, mirror_round
+from triagebot.run.schedule import Slot, balanced_turn, initial_schedule, mirror_round
 from triagebot.run.supervise import CellOutcome, run_script
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "envs"
@@ -141,6 +142,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                        settings)
 
     slots = initial_schedule(plan)
+    ran: list[Slot] = []  # every slot started so far, in order: the rounds' orientations
     planned = sum(s.runs for s in slots)
     done = 0
     round_index = 0
@@ -154,6 +156,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
             cell = plan.cell(slot.cell_id)
             elapsed = time.monotonic() - started
             kept = store.get(slot.cell_id, slot.round) if store is not None else None
+            ran.append(slot)
             if kept is not None:
                 results[slot.cell_id].append(kept)
                 done += slot.runs
@@ -182,11 +185,9 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                        runs=slot.runs, status=outcome.status, runs_done=done,
                        runs_planned=planned, elapsed_s=elapsed,
                        eta_s=_eta(elapsed, done, planned)))
-        last = max(s.round for s in slots)
-        round_index = last + 1
+        round_index = max(s.round for s in slots) + 1
         slots = _escalation(plan, request, results, round_index, settings, started,
-                            before=[s.cell_id for s in slots if s.round == last],
-                            walls=walls)
+                            ran=ran, walls=walls)
         planned += sum(s.runs for s in slots)
     return _finish(plan, request, results, outcomes, env, round_index, out, emit, started,
                    settings)
@@ -215,11 +216,12 @@ def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
 
 def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
                 round_index: int, settings: RunSettings, started: float, *,
-                before: Sequence[str], walls: Mapping[str, float]) -> list[Slot]:
+                ran: Sequence[Slot], walls: Mapping[str, float]) -> list[Slot]:
     """More runs for the cells of UNKNOWN comparisons, within the budget, as one round
-    that mirrors the order of the round `before`: a round is started only when it should
-    end inside the time limit, priced at each cell's last start (engine start-up, not the
-    runs, is most of a start on the cpu runner)."""
+    that mirrors the order of the last round `ran`, or repeats it where the earlier
+    rounds lean the other way (`schedule.balanced_turn`): a round is started only when it
+    should end inside the time limit, priced at each cell's last start (engine start-up,
+    not the runs, is most of a start on the cpu runner)."""
     if not settings.escalate:
         return []
     elapsed = time.monotonic() - started
@@ -238,7 +240,10 @@ def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, lis
             room = plan.budget.max_runs - have
             if room > 0:
                 needs[cell_id] = max(needs.get(cell_id, 0), min(more, room))
-    slots = mirror_round(plan, round_index, needs, before=before)
+    last = max((s.round for s in ran), default=-1)
+    slots = mirror_round(plan, round_index, needs,
+                         before=[s.cell_id for s in ran if s.round == last],
+                         turn=balanced_turn(ran))
     if elapsed + sum(walls.get(s.cell_id, 0.0) for s in slots) > plan.budget.time_limit_s:
         return []
     return slots

@@ -130,16 +130,18 @@ def mirror_round(
     needs: Mapping[str, int],
     *,
     before: Sequence[str],
+    turn: bool = True,
 ) -> list[Slot]:
     """One round for `needs` (runs per cell), in the reverse of the order the round
-    before ran its cells: the escalation adds a round per look, each mirroring the last
+    before ran its cells (or, with `turn` False, in the same order; `balanced_turn`
+    decides): the escalation adds a round per look, each mirroring the last
     (A B | B A | A B ...), so a steady drift cancels over every two rounds as in
     `mirrored_rounds`. Cells that did not run in the round before come first, shuffled;
     an order that would put an A/A replica beside its original is shuffled afresh."""
     wanted = {cid: n for cid, n in needs.items() if n > 0}
     if not wanted:
         return []
-    back = [cid for cid in reversed(before) if cid in wanted]
+    back = [cid for cid in (reversed(before) if turn else before) if cid in wanted]
     new = [c.cell_id for c in plan.cells if c.cell_id in wanted and c.cell_id not in back]
     order = [*round_order(new, plan_hash=plan.plan_hash, round_index=round_index), *back]
     pairs = aa_pairs(plan)
@@ -147,6 +149,37 @@ def mirror_round(
         order = round_order(order, plan_hash=plan.plan_hash, round_index=round_index,
                             pairs=pairs)
     return [Slot(cell_id=cid, runs=wanted[cid], round=round_index) for cid in order]
+
+
+def balanced_turn(ran: Sequence[Slot]) -> bool:
+    """Whether the next round should reverse the last round's order (True) or repeat it.
+
+    In a round the cells that run first gain (or lose) whatever a steady drift moves over
+    the round, and that gain grows with the runs each start measures. Mirrored rounds
+    cancel it only when they measure as many runs: the plan's first 5 runs come as 3 then
+    2, so strict alternation would leave the first round's order ahead at every later
+    look. So every earlier round counts, by the square of its runs per start (the spread
+    in time times the weight of its runs in the estimate), for the order it ran in
+    relative to the last round's: the same (+), reversed (-) or neither (a fresh shuffle,
+    0). The next round takes the orientation that is behind, and on a tie it mirrors.
+    """
+    if not ran:
+        return True
+    last = max(s.round for s in ran)
+    ref = [s.cell_id for s in ran if s.round == last]
+    lean = 0
+    for r in sorted({s.round for s in ran}):
+        slots = [s for s in ran if s.round == r]
+        order = [s.cell_id for s in slots if s.cell_id in ref]
+        common = [c for c in ref if c in order]
+        if len(common) < 2:
+            continue
+        runs = max(s.runs for s in slots)
+        if order == common:
+            lean += runs * runs
+        elif order == common[::-1]:
+            lean -= runs * runs
+    return lean >= 0
 
 
 def initial_schedule(plan: Plan, *, runs: int | None = None, rounds: int = 2) -> list[Slot]:
