@@ -2,10 +2,11 @@
 
 The plan is the sample's: the 2x2 matrix no_spec/spec x eager/graph and an A/A replica of
 spec + graph, five cells. The four ratio comparisons are judged at every look; a cell runs
-again (the next round, mirroring the one before) while any comparison it is in is
+again (the next round, reversing or repeating the one before as
+`triagebot/run/schedule.balanced_turn` picks) while any comparison it is in is
 UNKNOWN, the A/A replica only in the first pair of rounds, as
 `triagebot/run/orchestrate.py` escalates. Within a round the cells that run start one
-after another in a shuffled order, mirrored by the next round,
+after another in a shuffled order, which later rounds reverse or repeat,
 so with the 'trend' drift a cell's place in the round moves its runs in time. The effect
 (and the 'arm' offset) is on spec + graph and its replica, so the main comparison
 (spec/no_spec @ graph) sees it; its verdict is the one counted. `noisy` gives one cell twice
@@ -31,6 +32,14 @@ MAIN = (3, 1)
 RATIOS = (MAIN, (2, 0), (1, 0), (3, 2))
 EFFECT_CELLS = (3, 4)
 REPLICA = 4
+
+
+def turn(sign: np.ndarray, lean: np.ndarray) -> np.ndarray:
+    """The orientation of the next round (+1: the first round's order, -1: reversed), as
+    `schedule.balanced_turn` picks it from `lean`, the sum over earlier rounds of their
+    orientation times their runs squared: the orientation that is behind, and on a tie the
+    reverse of the last round's (`sign`)."""
+    return np.where(sign * lean >= 0, -sign, sign)
 
 
 def simulate(
@@ -62,10 +71,17 @@ def simulate(
     clock = np.zeros(pairs)
     keys = np.zeros((pairs, ncell))
     borrowed: list[float] = []
+    done = 0  # runs per arm so far: the first look sees the plan's 5, not its nominal 4
+    sign = np.ones(pairs)
+    lean = np.zeros(pairs)
     for i, (k, m) in enumerate(rounds):
-        if i % 2 == 0:
+        done += m
+        if i == 0:  # later rounds reverse or repeat it (`schedule.balanced_turn`)
             keys = rng.random((pairs, ncell))
-        order = np.where(active, keys if i % 2 == 0 else -keys, np.inf)
+        else:
+            sign = turn(sign, lean)
+        lean = lean + sign * m * m
+        order = np.where(active, keys * sign[:, None], np.inf)
         place = np.argsort(np.argsort(order, axis=1), axis=1)  # 0.. among the active
         within = np.arange(m)[None, :]
         blk = rng.normal(0.0, shift_sd, pairs) if drift == "blocks" else np.zeros(pairs)
@@ -98,7 +114,7 @@ def simulate(
                 verdicts[decided & (codes == looks.SAME)] = "SAME"
                 verdicts[decided & (codes == looks.DIFFERENT)] = "DIFFERENT"
                 verdicts[wrong] = "WRONG"
-                runs[decided] = schedule[k]
+                runs[decided] = done
             alive[j] &= ~decided
         # The next round: the cells of every comparison still UNKNOWN.
         active = np.zeros((pairs, ncell), dtype=bool)

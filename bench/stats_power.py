@@ -20,7 +20,8 @@ Procedures, each with its own run order:
 * new: `triagebot.analyze.verdict` (information-based group-sequential t on log
   throughput with rounds as blocks and a ±3 % margin) at looks of 4, 6, 8, ..., 28, 30
   runs per arm, in the runner's order (`runner_rounds`): the plan's 5 first runs in a
-  mirrored pair of rounds, then one round per look, each mirroring the one before
+  mirrored pair of rounds, then one round per look, each reversing (or, where the rounds
+  before lean the other way, repeating) the order of the one before
   (`triagebot.run.schedule`). The whole batch of simulated requests is judged in one
   vectorised call per look (`looks.judge`), futility stops included.
 * old: the procedure before issue 16 (`bench/legacy_verdict.py`): looks at 5..20, one
@@ -150,9 +151,10 @@ def _level(sc: Scenario) -> tuple[float, float]:
 def runner_rounds(schedule: list[int], initial: int = INITIAL_RUNS, paired: bool = False,
                   step: int = looks.RUN_STEP) -> list[tuple[int, int]]:
     """(look index, runs per arm) of every round, in the runner's order: the plan's initial
-    runs in a mirrored pair of rounds, then one round per look, each mirroring the one
-    before (`triagebot/run/schedule.py`), skipping a look fewer than `step` runs away as
-    `verdict.next_step` does; the look comes after the last round of its index.
+    runs in a mirrored pair of rounds, then one round per look (its order is
+    `simulate_new`'s, as `schedule.balanced_turn` picks it), skipping a look fewer than
+    `step` runs away as `verdict.next_step` does; the look comes after the last round of
+    its index.
     `paired`: every look's runs in a mirrored pair of rounds (the previous design)."""
     reached = [k for k, n in enumerate(schedule) if n <= initial]
     look = reached[-1] if reached else 0
@@ -175,16 +177,24 @@ def simulate_new(sc: Scenario) -> Outcome:
     log_a: list[np.ndarray] = []
     log_b: list[np.ndarray] = []
     clock = np.zeros(sc.pairs)
-    a_first = np.ones(sc.pairs, dtype=bool)
     verdicts = np.full(sc.pairs, "UNKNOWN", dtype=object)
     runs = np.full(sc.pairs, schedule[-1])
     alive = np.ones(sc.pairs, dtype=bool)
     closed = np.zeros(sc.pairs, dtype=bool)
     fixed = np.full(sc.pairs, schedule[-1], dtype=np.int64) if sc.by_schedule else None
     rounds = runner_rounds(schedule, paired=sc.by_schedule)
+    done = 0  # runs per arm so far: the first look sees the plan's 5, not its nominal 4
+    # The first round draws an order; every later one reverses or repeats the round
+    # before, whichever evens out the runs each order has had (`balanced_turn`).
+    first = rng.random(sc.pairs) < 0.5
+    sign = np.ones(sc.pairs)
+    lean = np.zeros(sc.pairs)
     for i, (k, m) in enumerate(rounds):
-        # Even rounds draw an order, odd rounds mirror it (the scheduler's ABBA).
-        a_first = rng.random(sc.pairs) < 0.5 if i % 2 == 0 else ~a_first
+        done += m
+        if i:
+            sign = runner_sim.turn(sign, lean)
+        lean = lean + sign * m * m
+        a_first = first == (sign > 0)
         within = np.arange(m)[None, :]
         t_a = clock[:, None] + np.where(a_first[:, None], within, m + within)
         t_b = clock[:, None] + np.where(a_first[:, None], m + within, within)
@@ -206,7 +216,7 @@ def simulate_new(sc: Scenario) -> Outcome:
         verdicts[decided & (codes == looks.SAME)] = "SAME"
         verdicts[decided & (codes == looks.DIFFERENT)] = "DIFFERENT"
         verdicts[wrong] = "WRONG"
-        runs[decided] = schedule[k]
+        runs[decided] = done
         alive &= ~decided
     return Outcome(verdicts, runs)
 
@@ -314,13 +324,39 @@ def render(rows: list[tuple[Scenario, Outcome, Outcome, float, float]], legacy_p
     return "\n".join(lines)
 
 
-def _upper(k: float, n: int) -> float:
-    """One-sided 95 % upper bound of a binomial rate (Wilson), to read FPRs against 1 %."""
-    z = 1.645
+def _wilson(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson interval of a binomial rate (two-sided 95 % by default)."""
     p = k / n
     centre = p + z * z / (2 * n)
     spread = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre + spread) / (1 + z * z / n)
+    return (centre - spread) / (1 + z * z / n), (centre + spread) / (1 + z * z / n)
+
+
+def _upper(k: float, n: int) -> float:
+    """One-sided 95 % upper bound of a binomial rate (Wilson), to read FPRs against 1 %."""
+    return _wilson(k, n, 1.645)[1]
+
+
+def _judged(lo: float, point: float, hi: float, goal: float, at_most: bool) -> str:
+    """A goal read against a simulated figure and its 95 % interval: met or missed only
+    when the whole interval says so; a goal inside the interval is within simulation error
+    of the design, and more pairs, not a luckier seed, would settle it."""
+    ok = (lambda x: x <= goal) if at_most else (lambda x: x >= goal)
+    if ok(lo) and ok(hi):
+        return "met"
+    if not ok(lo) and not ok(hi):
+        return "NOT MET"
+    return f"within simulation error ({'met' if ok(point) else 'missed'} by the estimate)"
+
+
+def _fpr_judged(k: float, n: int) -> str:
+    lo, hi = _wilson(k, n)
+    return f"(95% {lo:.2%}-{hi:.2%}) {_judged(lo, k / n, hi, GOAL_FPR, at_most=True)}"
+
+
+def _spread(p: float, n: int) -> float:
+    """Half-width of a rate's 95 % interval from `n` simulated requests (normal approx.)."""
+    return 1.96 * math.sqrt(p * (1.0 - p) / n)
 
 
 def _sigma(cv: float) -> float:
@@ -403,10 +439,8 @@ def _fpr_goal(sc: Scenario, o: Outcome) -> list[str]:
     fpr = o.rate("DIFFERENT") + o.rate("WRONG")
     same = o.rate_by("SAME", SAME_BY)
     offset = ARM_OFFSET if sc.drift == "arm" else 0.0
-    upper = _upper(fpr * o.verdicts.size, o.verdicts.size)
-    out = [f"  {sc.label:<22} FPR {fpr:.2%} (95% upper {upper:.2%}) "
-           f"{'met' if fpr <= GOAL_FPR else 'NOT MET'}; SAME by {SAME_BY} runs {same:.1%} "
-           f"{'met' if same >= GOAL_SAME else 'NOT MET'}"]
+    out = [f"  {sc.label:<22} FPR {fpr:.2%} {_fpr_judged(fpr * o.verdicts.size, o.verdicts.size)}"
+           f"; SAME by {SAME_BY} runs {same:.1%} {'met' if same >= GOAL_SAME else 'NOT MET'}"]
     pad = " " * 26
     if fpr > GOAL_FPR and offset and not sc.negligible:
         floor = offset_fpr_floor(sc.cv)
@@ -437,10 +471,14 @@ def _fpr_goal(sc: Scenario, o: Outcome) -> list[str]:
 def _found_goal_cv3(sc: Scenario, o: Outcome) -> list[str]:
     found = o.rate("DIFFERENT")
     mean = float(o.runs.mean())
-    spread = float(o.runs.std(ddof=1) / math.sqrt(o.runs.size))
+    spread = 1.96 * float(o.runs.std(ddof=1) / math.sqrt(o.runs.size))
+    f_half = _spread(found, o.verdicts.size)
+    verdicts = (_judged(found - f_half, found, found + f_half, 0.95, at_most=False),
+                _judged(mean - spread, mean, mean + spread, 12.0, at_most=True))
     ok = found >= 0.95 and mean <= 12
-    out = [f"  {sc.label:<22} found {found:.1%} with mean {mean:.2f} (± {spread:.2f} by "
-           f"simulation) runs/arm (goal >= 95 %, mean <= 12): {'met' if ok else 'NOT MET'}"]
+    out = [f"  {sc.label:<22} found {found:.1%} (± {f_half:.1%}) with mean {mean:.2f} "
+           f"(± {spread:.2f} by simulation) runs/arm (goal >= 95 %, mean <= 12): "
+           + (verdicts[0] if verdicts[0] != "met" else verdicts[1])]
     if not ok:
         why = (f"the band rows test {sc.effect - sc.negligible:.0%} beyond the band, so "
                "their target is larger (a repo's choice, not the default)" if sc.negligible
@@ -454,8 +492,10 @@ def _found_goal_cv3(sc: Scenario, o: Outcome) -> list[str]:
 
 def _found_goal_cv5(sc: Scenario, o: Outcome) -> list[str]:
     found = o.rate_by("DIFFERENT", MAX_RUNS)
-    out = [f"  {sc.label:<22} found {found:.1%} within {MAX_RUNS} runs/arm (goal >= 80 %): "
-           f"{'met' if found >= GOAL_FOUND_CV5 else 'NOT MET'}"]
+    half = _spread(found, o.verdicts.size)
+    out = [f"  {sc.label:<22} found {found:.1%} (± {half:.1%} by simulation) within "
+           f"{MAX_RUNS} runs/arm (goal >= 80 %): "
+           f"{_judged(found - half, found, found + half, GOAL_FOUND_CV5, at_most=False)}"]
     if sc.negligible and found < GOAL_FOUND_CV5:
         out.append(f"{'':<26}cannot be met with a ±{sc.negligible:.0%} band: holding a real "
                    f"+{sc.negligible:.0%} to <= 1 % caps it at {found_ceiling(sc.cv):.1%}")
@@ -505,8 +545,7 @@ def worst_case_fpr(pairs: int) -> list[str]:
         o = simulate_new(Scenario(0.05, 0.0, drift, pairs, MASTER_SEED + 103, margin=0.0))
         fpr = o.rate("DIFFERENT") + o.rate("WRONG")
         out.append(f"  A/A {drift}, SAME off, {pairs} pairs: FPR {fpr:.2%} "
-                   f"(95% upper {_upper(fpr * pairs, pairs):.2%}) "
-                   f"{'met' if fpr <= GOAL_FPR else 'NOT MET'}")
+                   f"{_fpr_judged(fpr * pairs, pairs)}")
     return out
 
 
@@ -648,10 +687,11 @@ def _plan_goals(rows: list[tuple[PlanCase, Outcome, Outcome, float]]) -> list[st
         out.append(f"  {goal:<46}{cur:<30}{new}")
 
     for name, pick in (("FPR <= 1 % (none, trend, blocks): max", ""),
-                       ("'process' FPR (now <= 1.42 %): max", "process"),
+                       ("'process' FPR (outside the model): max", "process"),
                        ("'arm' (a real +1 %) DIFFERENT: max", "arm")):
         worst = [max(fpr(x[i]) for x in aa(pick)) for i in (1, 2)]
-        line(name, *(f"{w:.2%}" for w in worst))
+        size = aa(pick)[0][1].verdicts.size
+        line(name, *(f"{w:.2%} (95% upper {_upper(w * size, size):.2%})" for w in worst))
     for c, a, b, _ in rows:
         if c.noisy is not None and c.effect == 0:
             line(f"FPR, {runner_sim.CELLS[c.noisy]} at 2x sd", f"{fpr(a):.2%}", f"{fpr(b):.2%}")
@@ -661,10 +701,12 @@ def _plan_goals(rows: list[tuple[PlanCase, Outcome, Outcome, float]]) -> list[st
     for c, a, b, _ in rows:
         if c.effect == 0.05 and c.cv == 0.03 and c.noisy is None:
             line(f"+5 % CV 3 % {c.drift}: >= 95 %, mean <= 12",
-                 *(f"{o.rate('DIFFERENT'):.1%}, mean {o.runs.mean():.1f}" for o in (a, b)))
+                 *(f"{o.rate('DIFFERENT'):.1%}, mean {o.runs.mean():.2f} ± "
+                   f"{1.96 * o.runs.std(ddof=1) / math.sqrt(o.runs.size):.2f}" for o in (a, b)))
         if c.effect == 0.05 and c.cv == 0.05:
             line(f"+5 % CV 5 % {c.drift}: >= 80 % by 30",
-                 *(f"{o.rate_by('DIFFERENT', MAX_RUNS):.1%}" for o in (a, b)))
+                 *(f"{(f := o.rate_by('DIFFERENT', MAX_RUNS)):.1%} ± "
+                   f"{_spread(f, o.verdicts.size):.1%}" for o in (a, b)))
     wrong = [sum(int((x[i].verdicts == "WRONG").sum()) for x in rows) for i in (1, 2)]
     line("wrong-direction DIFFERENT", *(str(w) for w in wrong))
     return out
@@ -672,10 +714,7 @@ def _plan_goals(rows: list[tuple[PlanCase, Outcome, Outcome, float]]) -> list[st
 
 def plan_tradeoff(pairs: int, fpr_pairs: int) -> list[str]:
     """Pooling with spending designs that stop sooner, against the same FPR checks."""
-    designs = [CURRENT, POOLED, Design("pooled, no max", pooled=True, take_max=False),
-               Design("pair, target for power 0.99", power=0.99),
-               Design("pooled, no max, target for power 0.99", power=0.99, pooled=True,
-                      take_max=False)]
+    designs = [CURRENT, POOLED, Design("pooled, no max", pooled=True, take_max=False)]
     out = []
     for d in designs:
         fast, slow = (simulate_plan(PlanCase(cv, 0.05, "none", pairs, MASTER_SEED + s), d)[0]
@@ -729,13 +768,16 @@ def render_plan(aa_pairs: int, power_pairs: int) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--pairs", type=int, default=10000, help="A/A pairs per scenario")
+    # Enough pairs that a rate of 1 % is read to about ±0.1 % and a power of 80 % to
+    # about ±0.6 % (95 %): the goals sit that close to what the design achieves.
+    ap.add_argument("--pairs", type=int, default=40000, help="A/A pairs per scenario")
     ap.add_argument("--check-pairs", type=int, default=40000,
                     help="A/A pairs of the SAME-off FPR check (a tenth for the trade-off)")
-    ap.add_argument("--power-pairs", type=int, default=4000, help="pairs per effect scenario")
+    ap.add_argument("--power-pairs", type=int, default=20000,
+                    help="pairs per effect scenario")
     ap.add_argument("--legacy-pairs", type=int, default=300,
                     help="pairs for the old procedure (one request at a time: slow)")
-    ap.add_argument("--plan-pairs", type=int, default=4000,
+    ap.add_argument("--plan-pairs", type=int, default=20000,
                     help="A/A pairs per whole-plan scenario (half as many per effect)")
     ap.add_argument("--plan-only", action="store_true", help="print the whole-plan section only")
     args = ap.parse_args()
