@@ -360,6 +360,11 @@ def _spread(p: float, n: int) -> float:
     return 1.96 * math.sqrt(p * (1.0 - p) / n)
 
 
+def _mean_spread(runs: np.ndarray) -> float:
+    """Half-width of the 95 % interval of the mean runs per arm."""
+    return 1.96 * float(runs.std(ddof=1) / math.sqrt(runs.size))
+
+
 def _sigma(cv: float) -> float:
     return math.sqrt(math.log1p(cv * cv))
 
@@ -472,14 +477,15 @@ def _fpr_goal(sc: Scenario, o: Outcome) -> list[str]:
 def _found_goal_cv3(sc: Scenario, o: Outcome) -> list[str]:
     found = o.rate("DIFFERENT")
     mean = float(o.runs.mean())
-    spread = 1.96 * float(o.runs.std(ddof=1) / math.sqrt(o.runs.size))
+    spread = _mean_spread(o.runs)
     f_half = _spread(found, o.verdicts.size)
-    verdicts = (_judged(found - f_half, found, found + f_half, 0.95, at_most=False),
-                _judged(mean - spread, mean, mean + spread, 12.0, at_most=True))
+    both = (_judged(found - f_half, found, found + f_half, 0.95, at_most=False),
+            _judged(mean - spread, mean, mean + spread, 12.0, at_most=True))
+    # The goal is both at once: it reads as the worse of the two.
+    worst = max(both, key=lambda v: ("NOT MET" in v, "missed" in v, v != "met"))
     ok = found >= 0.95 and mean <= 12
     out = [f"  {sc.label:<22} found {found:.1%} (± {f_half:.1%}) with mean {mean:.2f} "
-           f"(± {spread:.2f} by simulation) runs/arm (goal >= 95 %, mean <= 12): "
-           + (verdicts[0] if verdicts[0] != "met" else verdicts[1])]
+           f"(± {spread:.2f} by simulation) runs/arm (goal >= 95 %, mean <= 12): {worst}"]
     if not ok:
         why = (f"the band rows test {sc.effect - sc.negligible:.0%} beyond the band, so "
                "their target is larger (a repo's choice, not the default)" if sc.negligible
@@ -734,7 +740,7 @@ def _plan_goals(rows: list[tuple[PlanCase, Outcome, Outcome, float]]) -> list[st
         if c.effect == 0.05 and c.cv == 0.03 and c.noisy is None:
             line(f"+5 % CV 3 % {c.drift}: >= 95 %, mean <= 12",
                  *(f"{o.rate('DIFFERENT'):.1%}, mean {o.runs.mean():.2f} ± "
-                   f"{1.96 * o.runs.std(ddof=1) / math.sqrt(o.runs.size):.2f}" for o in (a, b)))
+                   f"{_mean_spread(o.runs):.2f}" for o in (a, b)))
         if c.effect == 0.05 and c.cv == 0.05:
             line(f"+5 % CV 5 % {c.drift}: >= 80 % by 30",
                  *(f"{(f := o.rate_by('DIFFERENT', MAX_RUNS)):.1%} ± "

@@ -100,9 +100,8 @@ def target_runs(sigma: FloatArray, schedule: Sequence[int], alpha: float = DEFAU
     noise `sigma` (sd of log throughput) estimated on `df` degrees of freedom: the size of
     a one-look z test at SPEND_WITHIN of alpha/2 per side with `power` against a
     DESIGN_EFFECT change (measured from the negligible band) at the noise's upper
-    confidence limit (SIGMA_QUANTILE; without `df`,
-    at `sigma` itself), at least MIN_TARGET and at most TARGET_CAP times the last look.
-    Unknown noise gets the cap."""
+    confidence limit (SIGMA_QUANTILE; without `df`, at `sigma` itself), at least
+    MIN_TARGET and at most TARGET_CAP times the last look. Unknown noise gets the cap."""
     z = float(norm.isf(SPEND_WITHIN * alpha / 2.0) + norm.isf(1.0 - power))
     delta = math.log1p(DESIGN_EFFECT) - math.log1p(negligible)
     cap = TARGET_CAP * schedule[-1]
