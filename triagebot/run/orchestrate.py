@@ -28,7 +28,13 @@ from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.render import RenderedScript
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
-from triagebot.run.schedule import Slot, balanced_turn, initial_schedule, mirror_round
+from triagebot.run.schedule import (
+    Slot,
+    balanced_turn,
+    initial_schedule,
+    last_round,
+    mirror_round,
+)
 from triagebot.run.supervise import CellOutcome, run_script
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "envs"
@@ -240,9 +246,7 @@ def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, lis
             room = plan.budget.max_runs - have
             if room > 0:
                 needs[cell_id] = max(needs.get(cell_id, 0), min(more, room))
-    last = max((s.round for s in ran), default=-1)
-    slots = mirror_round(plan, round_index, needs,
-                         before=[s.cell_id for s in ran if s.round == last],
+    slots = mirror_round(plan, round_index, needs, before=last_round(ran),
                          turn=balanced_turn(ran))
     if elapsed + sum(walls.get(s.cell_id, 0.0) for s in slots) > plan.budget.time_limit_s:
         return []

@@ -151,6 +151,12 @@ def mirror_round(
     return [Slot(cell_id=cid, runs=wanted[cid], round=round_index) for cid in order]
 
 
+def last_round(ran: Sequence[Slot]) -> list[str]:
+    """The cells of the latest round in `ran`, in the order they ran."""
+    last = max((s.round for s in ran), default=-1)
+    return [s.cell_id for s in ran if s.round == last]
+
+
 def balanced_turn(ran: Sequence[Slot]) -> bool:
     """Whether the next round should reverse the last round's order (True) or repeat it.
 
@@ -163,10 +169,7 @@ def balanced_turn(ran: Sequence[Slot]) -> bool:
     relative to the last round's: the same (+), reversed (-) or neither (a fresh shuffle,
     0). The next round takes the orientation that is behind, and on a tie it mirrors.
     """
-    if not ran:
-        return True
-    last = max(s.round for s in ran)
-    ref = [s.cell_id for s in ran if s.round == last]
+    ref = last_round(ran)
     lean = 0
     for r in sorted({s.round for s in ran}):
         slots = [s for s in ran if s.round == r]
