@@ -18,7 +18,7 @@ from triagebot.workers import task_queues
 def test_repro_acknowledges_once_and_queues_one_gpu_job(env: dict[str, Any]) -> None:
     triage, fake, settings = env["triage"], env["fake"], env["settings"]
     env["store"].worker_alive("gpu-h100@runner", 60, ["gpu-h100"])
-    event = comment_event(fake, "Could you check this? @triagebot repro k=1")
+    event = comment_event(fake, "Could you check this?\n@triagebot repro k=1")
     triage.handle(event)
     triage.handle(event)  # the same comment again (another delivery id, a retried task)
     jobs = env["store"].thread_jobs(REPO, 42)

@@ -7,11 +7,11 @@ the same line by a command word and its arguments:
     @triagebot help
 
 The mention must stand alone (`x@triagebot`, `@triagebot-dev` and the bot's own login
-`@triagebot[bot]` are not mentions) and be followed by whitespace, optionally after a
-colon. A mention without a command word is people talking about the bot, and so is an
-unknown word after a mention in mid-sentence ("thanks @triagebot for this"); an unknown
-word after a mention that opens its line (after list or heading markers) is an error that
-lists the commands.
+`@triagebot[bot]` are not mentions), open its line (after indentation, list or heading
+markers only) and be followed by whitespace, optionally after a colon. Anything else is
+people talking about the bot: "thanks @triagebot for this", and just as much "No need to
+@triagebot cancel", which must not cancel anything. An unknown word after a mention that
+opens its line is an error that lists the commands.
 
 Each command lives in its own module and is listed once in `COMMANDS`; the help text is
 built from that table. Nothing here raises on any input: what cannot be read is ignored,
@@ -110,6 +110,8 @@ class _Body:
 def _read(body: _Body, at: int, after: int) -> Command | CommandError | None:
     """The command of the mention at `at..after`, or None when it is not one."""
     text = body.text
+    if not body.opens_line(at):
+        return None  # a mention in mid-sentence is talk about the bot, never a command
     _, line_end = body.lines[body.line_of(at)]
     pos = after + 1 if text.startswith(":", after) else after
     head = _HEAD.match(text, pos, line_end)
@@ -118,8 +120,6 @@ def _read(body: _Body, at: int, after: int) -> Command | CommandError | None:
     word_at = body.position(head.start(1))
     spec = _lookup(head.group(1))
     if spec is None:
-        if not body.opens_line(at):
-            return None
         return CommandError(
             name=None, position=word_at,
             message=f"unknown command {head.group(1)!r}; the commands are "
