@@ -182,7 +182,7 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
         runner.publish(id_)
         return
     rng = start.range
-    words = ["triagebot", "bisect", f"https://github.com/{job.repo}/issues/{job.number}",
+    words = ["triagebot", "bisect", settings.thread_url(job.repo, job.number),
              *job.command.split()[1:]]
     run = BisectRun(package=package, range=rng, question=plan.question,
                     predicate=(f"the repro plan's question ({plan.question.rstrip('.')}); "

@@ -104,8 +104,7 @@ def job_page(request: Request, job_id: str, key: str | None = None) -> HTMLRespo
     html = _env.get_template("job.html").render(
         job=record, view=_view(service, record, report), queued_ahead=ahead,
         refresh_s=REFRESH_S,
-        thread_url=f"https://github.com/{record.repo}/"
-                   f"{'pull' if record.is_pr else 'issues'}/{record.number}",
+        thread_url=service.settings.thread_url(record.repo, record.number, record.is_pr),
         eta=duration(record.eta_s), created=_when(record.created_at),
         started=_when(record.started_at), finished=_when(record.finished_at))
     return HTMLResponse(html, headers=_HEADERS)
