@@ -48,6 +48,11 @@ REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes
 # Files above this come back without content, as GitHub's contents API does (1 MB).
 INLINE_CONTENT_LIMIT = 1024 * 1024
 _LEVEL = {"read": 1, "write": 2, "admin": 3}
+# An unpaged compare lists at most this many commits, the newest (GitHub's limit).
+COMPARE_UNPAGED = 250
+# A commit's changed files: this many a page, and at most this many in all.
+COMMIT_FILES_PAGE = 300
+COMMIT_FILES_MAX = 3000
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,8 @@ class FakeGitHub:
         self.token_ttl_s: float = 3600.0
         # Link headers use this base instead of our own when set (foreign-host tests).
         self.link_base: str | None = None
+        # Commits of a comparison past this many are never listed (None: all are).
+        self.compare_listing_limit: int | None = None
         self._lock = threading.RLock()
         self._ids = itertools.count(1001)
         self._user_ids: dict[str, int] = {}
@@ -527,22 +534,54 @@ class FakeGitHub:
             out["files"] = [{"filename": f, "status": "modified"} for f in c["files"]]
         return out
 
-    def _r_compare(self, repo: _Repo, rest: list[str], *_: Any) -> _Reply:
+    def _r_compare(self, repo: _Repo, rest: list[str], query: dict[str, list[str]],
+                   *_: Any) -> _Reply:
+        """As GitHub answers: unpaged, at most the newest `COMPARE_UNPAGED` commits (the
+        last one listed is the newest of the whole comparison); with `per_page` or
+        `page`, pages oldest first (30 a page unless asked, at most 100) with Link
+        headers. `total_commits` always counts them all. Commits past
+        `compare_listing_limit` are never listed, as for a comparison GitHub gives up on."""
         commits = repo.compares.get(rest[1])
         if commits is None:
             return _Reply(404, _message("Not Found"))
         status, base_sha = repo.compare_meta.get(rest[1], ("ahead", ""))
+        listed = list(enumerate(commits))[:self.compare_listing_limit]
+        headers: dict[str, str] = {}
+        if "per_page" not in query and "page" not in query:
+            shown = listed[-COMPARE_UNPAGED:]
+        else:
+            per_page = min(max(_int(query, "per_page", 30), 1), 100)
+            page = max(_int(query, "page", 1), 1)
+            shown = listed[(page - 1) * per_page: page * per_page]
+            last = max(1, -(-len(listed) // per_page))
+            if last > 1:
+                headers["Link"] = self._link(f"/repos/{repo.full}/compare/{rest[1]}",
+                                             per_page, page, last)
         return _Reply(200, {"status": status, "total_commits": len(commits),
                             "base_commit": {"sha": base_sha},
                             "commits": [self._commit_json(
                                 repo, c, False, [commits[k - 1]["sha"]] if k else [])
-                                for k, c in enumerate(commits)]})
+                                for k, c in shown]}, headers)
 
-    def _r_commit(self, repo: _Repo, rest: list[str], *_: Any) -> _Reply:
+    def _r_commit(self, repo: _Repo, rest: list[str], query: dict[str, list[str]],
+                  *_: Any) -> _Reply:
+        """A commit with its changed files, `COMMIT_FILES_PAGE` a page (fewer when
+        `per_page` asks) and at most `COMMIT_FILES_MAX` in all, as GitHub lists them."""
         for commits in repo.compares.values():
             for c in commits:
-                if c["sha"] == rest[1]:
-                    return _Reply(200, self._commit_json(repo, c, True))
+                if c["sha"] != rest[1]:
+                    continue
+                files = list(c["files"])[:COMMIT_FILES_MAX]
+                per_page = min(max(_int(query, "per_page", COMMIT_FILES_PAGE), 1),
+                               COMMIT_FILES_PAGE)
+                page = max(_int(query, "page", 1), 1)
+                last = max(1, -(-len(files) // per_page))
+                data = self._commit_json(
+                    repo, {**c, "files": files[(page - 1) * per_page: page * per_page]},
+                    True)
+                headers = {"Link": self._link(f"/repos/{repo.full}/commits/{c['sha']}",
+                                              per_page, page, last)} if last > 1 else {}
+                return _Reply(200, data, headers)
         return _Reply(404, _message("Not Found"))
 
     def _r_repo(self, repo: _Repo, *_: Any) -> _Reply:

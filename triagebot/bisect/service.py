@@ -244,15 +244,17 @@ def report_with_candidates(gh: GitHubClient, job: JobRecord, store: JobStore) ->
     tags = deeper.release_tags(run)
     if run.outcome is None or not run.outcome.done or tags is None:
         return None
+    refused = ""
     try:
         items = deeper.CompareReader(gh, job.repo).items(run)
     except GitHubError as exc:
         if exc.transient:
             raise
-        items = None
+        items, refused = None, str(exc)
     ranked = deeper.ranked(run, items, job.repo, request) if items else []
     if not ranked:
-        note = (f"no candidates: {job.repo} has no comparable tags {tags[0]} and {tags[1]}"
+        note = (f"no candidates: {refused}" if refused else
+                f"no candidates: {job.repo} has no comparable tags {tags[0]} and {tags[1]}"
                 if items is None else "no candidates: no commit lies in the final bracket")
         run = run.model_copy(update={"notes": [*run.notes, note]})
     section = render_section(run, ranked)
