@@ -188,6 +188,7 @@ class FakeGitHub:
         self._user_ids: dict[str, int] = {}
         self._repos: dict[str, _Repo] = {}
         self._installations: dict[int, set[str]] = {}
+        self._granted: dict[int, dict[str, str]] = {}
         self._tokens: dict[str, _Token] = {}
         self._pats: dict[str, str] = {}
         self._comments: dict[int, FakeComment] = {}
@@ -245,12 +246,25 @@ class FakeGitHub:
         with self._lock:
             self._repos[repo] = _Repo(repo, next(self._ids), default_branch, private)
 
-    def add_installation(self, installation_id: int, repos: Iterable[str]) -> None:
+    def add_installation(self, installation_id: int, repos: Iterable[str],
+                         permissions: dict[str, str] | None = None) -> None:
+        """The App installed on `repos`, granted `permissions` (default APP_PERMISSIONS):
+        a token that asks for more is refused with 422, as GitHub refuses it."""
         with self._lock:
             names = set(repos)
             for name in names - set(self._repos):
                 self.add_repo(name)
             self._installations[installation_id] = names
+            self._granted[installation_id] = dict(
+                APP_PERMISSIONS if permissions is None else permissions)
+
+    def remove_installation(self, installation_id: int) -> None:
+        """The App uninstalled: minting a token for it answers 404, old tokens stop."""
+        with self._lock:
+            self._installations.pop(installation_id, None)
+            for token in self._tokens.values():
+                if token.installation_id == installation_id:
+                    token.expires_at = time.time() - 1
 
     def add_pat(self, token: str, login: str) -> None:
         """A personal access token acting as `login` on every repository."""
@@ -456,9 +470,10 @@ class FakeGitHub:
             return _Reply(401, _message(problem))
         if not installation.isdigit() or int(installation) not in self._installations:
             return _Reply(404, _message("Not Found"))
-        asked = (body or {}).get("permissions") or dict(APP_PERMISSIONS)
+        app = self._granted.get(int(installation), APP_PERMISSIONS)
+        asked = (body or {}).get("permissions") or dict(app)
         for name, level in asked.items():
-            granted = APP_PERMISSIONS.get(name)
+            granted = app.get(name)
             if granted is None or _LEVEL.get(level, 99) > _LEVEL[granted]:
                 return _Reply(422, _message("The permissions requested are not granted to "
                                             "this installation."))

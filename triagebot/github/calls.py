@@ -50,11 +50,14 @@ class RetryPolicy(Frozen):
 
 
 class Connector(Protocol):
-    """Builds the PyGithub client; `refreshable` connectors can mint a new token."""
+    """Builds the PyGithub client; `refreshable` connectors can mint a new token, and
+    `stale` says when the one they hold is about to expire."""
 
     refreshable: bool
 
     def connect(self) -> Github: ...
+
+    def stale(self) -> bool: ...
 
     def close(self) -> None: ...
 
@@ -91,7 +94,8 @@ class Calls:
         self._max_wait_s = max_wait_s
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._gh = connector.connect()
+        # Connected on first use: minting a token is a call like any other.
+        self._gh: Github | None = None
 
     @property
     def policy(self) -> RetryPolicy:
@@ -101,13 +105,21 @@ class Calls:
         return Backoff(self._policy, self._rng)
 
     def close(self) -> None:
-        self._gh.close()
+        if self._gh is not None:
+            self._gh.close()
         self._connector.close()
 
     def once(self, what: str, fn: Callable[[Github], T]) -> T:
-        """One attempt (two after a 401 answered to an expired or revoked token)."""
+        """One attempt (two after a 401 answered to an expired or revoked token).
+
+        A token GitHub will not mint raises a GitHubError marked `token`, whose status is
+        the mint's answer: it says nothing about the resource `fn` would have asked for.
+        """
         refreshed = False
         while True:
+            if self._gh is None or self._connector.stale():
+                self._reconnect()
+            assert self._gh is not None
             try:
                 return fn(self._gh)
             except Exception as exc:
@@ -141,17 +153,19 @@ class Calls:
             raise GitHubError(f"{err}; it asks for a wait of {wait:.0f} s, above "
                               f"max_rate_limit_wait_s={self._max_wait_s:.0f}",
                               status=err.status, transient=True, retry_after_s=wait,
-                              rate_limited=True) from err
+                              rate_limited=True, token=err.token) from err
         _log.warning("%s; retrying in %.1f s", err, wait)
         self._sleep(wait)
 
     def _reconnect(self) -> None:
-        old, self._gh = self._gh, self._connector.connect()
-        old.close()
+        old, self._gh = self._gh, None
+        if old is not None:
+            old.close()
+        self._gh = self._connector.connect()
 
 
 def give_up(err: GitHubError, attempts: int) -> GitHubError:
     """The error raised once the attempts are spent: still transient, for a later retry."""
     return GitHubError(f"{err} (gave up after {attempts} attempts)", status=err.status,
                        transient=True, retry_after_s=err.retry_after_s,
-                       rate_limited=err.rate_limited)
+                       rate_limited=err.rate_limited, token=err.token)

@@ -17,7 +17,7 @@ from github.ContentFile import ContentFile
 from pydantic import BaseModel, ConfigDict
 
 from triagebot.github import comments, thread
-from triagebot.github.auth import InstallationConnector, TokenConnector
+from triagebot.github.auth import TEAM_PERMISSIONS, InstallationConnector, TokenConnector
 from triagebot.github.calls import Calls, Connector, RetryPolicy
 from triagebot.github.errors import GitHubError
 from triagebot.github.models import Thread
@@ -54,19 +54,31 @@ class _Membership(BaseModel):
 class GitHubClient:
     def __init__(self, settings: Settings, connector: Connector, *,
                  sleep: Callable[[float], None] = time.sleep,
-                 policy: RetryPolicy | None = None) -> None:
+                 policy: RetryPolicy | None = None,
+                 team_connector: Connector | None = None) -> None:
         self._settings = settings
-        self._calls = Calls(connector, policy=policy or RetryPolicy(),
-                            max_wait_s=settings.max_rate_limit_wait_s, sleep=sleep)
+        self._policy = policy or RetryPolicy()
+        self._sleep = sleep
+        self._calls = self._calls_for(connector)
+        # Team checks need a token with members: read; asked for only when one is made.
+        self._team_connector = team_connector
+        self._team_calls: Calls | None = None
+
+    def _calls_for(self, connector: Connector) -> Calls:
+        return Calls(connector, policy=self._policy,
+                     max_wait_s=self._settings.max_rate_limit_wait_s, sleep=self._sleep)
 
     @classmethod
     def for_installation(cls, settings: Settings, installation_id: int,
                          sleep: Callable[[float], None] = time.sleep, *,
                          policy: RetryPolicy | None = None) -> GitHubClient:
-        """Acting as the App's installation; the token is minted and refreshed as needed."""
+        """Acting as the App's installation; the token is minted and refreshed as needed,
+        with `members: read` only for team checks."""
         policy = policy or RetryPolicy()
         return cls(settings, InstallationConnector(settings, installation_id, policy),
-                   sleep=sleep, policy=policy)
+                   sleep=sleep, policy=policy,
+                   team_connector=InstallationConnector(settings, installation_id, policy,
+                                                        TEAM_PERMISSIONS))
 
     @classmethod
     def with_token(cls, settings: Settings, token: str | None,
@@ -79,6 +91,10 @@ class GitHubClient:
 
     def close(self) -> None:
         self._calls.close()
+        if self._team_calls is not None:
+            self._team_calls.close()
+        elif self._team_connector is not None:
+            self._team_connector.close()
 
     def __enter__(self) -> GitHubClient:
         return self
@@ -109,17 +125,21 @@ class GitHubClient:
         """Whether `login` is an active member of the team `org/team`."""
         path = (f"/orgs/{_slug(org)}/teams/{_slug(team)}/memberships/"
                 f"{urllib.parse.quote(_login(login), safe='')}")
-        data = self._get_json(f"membership of {login} in {org}/{team}", path)
+        if self._team_calls is None and self._team_connector is not None:
+            self._team_calls = self._calls_for(self._team_connector)
+        data = self._get_json(f"membership of {login} in {org}/{team}", path,
+                              calls=self._team_calls)
         return data is not None and _Membership.model_validate(data).state == "active"
 
     def file_text(self, repo: str, path: str, max_bytes: int = 65536) -> str | None:
         """A UTF-8 file from the default branch; None when it does not exist."""
         what = f"read {path} in {repo}"
+        name, where = _repo(repo), _path(path)
         try:
             found = self._calls.retried(
-                what, lambda gh: gh.get_repo(_repo(repo)).get_contents(_path(path)))
+                what, lambda gh: gh.get_repo(name).get_contents(where))
         except GitHubError as err:
-            if err.status == 404:
+            if err.not_found:
                 return None
             raise
         if not isinstance(found, ContentFile) or found.type != "file":
@@ -236,19 +256,20 @@ class GitHubClient:
                                  "without commas")
         if not labels:
             return
+        name, issue = _repo(repo), _number(number)
         self._calls.retried(f"label {repo}#{number}",
-                            lambda gh: gh.get_repo(_repo(repo)).get_issue(_number(number))
+                            lambda gh: gh.get_repo(name).get_issue(issue)
                             .add_to_labels(*labels))
 
     # --- helpers ------------------------------------------------------------------------
-    def _get_json(self, what: str, path: str,
-                  parameters: dict[str, Any] | None = None) -> Any:
-        """The JSON of a GET, or None on 404."""
+    def _get_json(self, what: str, path: str, parameters: dict[str, Any] | None = None,
+                  calls: Calls | None = None) -> Any:
+        """The JSON of a GET, or None when GitHub answers that it does not exist."""
         try:
-            _, data = self._calls.retried(
+            _, data = (calls or self._calls).retried(
                 what, lambda gh: gh.requester.requestJsonAndCheck("GET", path, parameters))
         except GitHubError as err:
-            if err.status == 404:
+            if err.not_found:
                 return None
             raise
         return data

@@ -41,7 +41,7 @@ def upsert_comment(calls: Calls, repo: str, number: int, key: str, body: str,
             edit_comment(calls, repo, number, comment_id, text)
             return comment_id
         except GitHubError as err:
-            if err.status != 404:
+            if not err.not_found:
                 raise
             _log.info("%s: comment %d is gone; looking for the marker", where, comment_id)
     existing = find_marked(calls, repo, number, key, bot_login)
