@@ -21,6 +21,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
 from github import Github
@@ -47,6 +48,13 @@ class RetryPolicy(Frozen):
     seconds_between_requests: float = Field(default=0.25, ge=0)
     seconds_between_writes: float = Field(default=1.0, ge=0)
     timeout_s: int = Field(default=15, ge=1)
+
+
+class WriteTurns(Protocol):
+    """Who may write for an installation now: one request at a time, spaced, shared by
+    every process that acts for it (GitHub asks for serial requests per installation)."""
+
+    def turn(self) -> AbstractContextManager[None]: ...
 
 
 class Connector(Protocol):
@@ -88,8 +96,10 @@ class Calls:
     """Runs functions of a PyGithub `Github` with the retry rules above."""
 
     def __init__(self, connector: Connector, *, policy: RetryPolicy, max_wait_s: float,
-                 sleep: Callable[[float], None], rng: random.Random | None = None) -> None:
+                 sleep: Callable[[float], None], rng: random.Random | None = None,
+                 turns: WriteTurns | None = None) -> None:
         self._connector = connector
+        self._turns = turns
         self._policy = policy
         self._max_wait_s = max_wait_s
         self._sleep = sleep
@@ -109,8 +119,9 @@ class Calls:
             self._gh.close()
         self._connector.close()
 
-    def once(self, what: str, fn: Callable[[Github], T]) -> T:
-        """One attempt (two after a 401 answered to an expired or revoked token).
+    def once(self, what: str, fn: Callable[[Github], T], *, write: bool = False) -> T:
+        """One attempt (two after a 401 answered to an expired or revoked token). A
+        `write` waits for the installation's write turn, when there are turns to take.
 
         A token GitHub will not mint raises a GitHubError marked `token`, whose status is
         the mint's answer: it says nothing about the resource `fn` would have asked for.
@@ -119,9 +130,13 @@ class Calls:
         while True:
             if self._gh is None or self._connector.stale():
                 self._reconnect()
-            assert self._gh is not None
+            gh = self._gh
+            assert gh is not None
             try:
-                return fn(self._gh)
+                if write and self._turns is not None:
+                    with self._turns.turn():
+                        return fn(gh)
+                return fn(gh)
             except Exception as exc:
                 err = classify(exc, what, time.time(), self._policy.reset_margin_s)
                 if err is None:
@@ -133,12 +148,12 @@ class Calls:
                     continue
                 raise err from exc
 
-    def retried(self, what: str, fn: Callable[[Github], T]) -> T:
+    def retried(self, what: str, fn: Callable[[Github], T], *, write: bool = False) -> T:
         """`fn` retried on transient failures; only for calls that are safe to repeat."""
         backoff = self.backoff()
         while True:
             try:
-                return self.once(what, fn)
+                return self.once(what, fn, write=write)
             except GitHubError as err:
                 if not err.transient:
                     raise

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from triagebot.github import comments, thread
 from triagebot.github.auth import TEAM_PERMISSIONS, InstallationConnector, TokenConnector
-from triagebot.github.calls import Calls, Connector, RetryPolicy
+from triagebot.github.calls import Calls, Connector, RetryPolicy, WriteTurns
 from triagebot.github.errors import GitHubError
 from triagebot.github.models import Thread
 from triagebot.settings import Settings
@@ -55,10 +55,12 @@ class GitHubClient:
     def __init__(self, settings: Settings, connector: Connector, *,
                  sleep: Callable[[float], None] = time.sleep,
                  policy: RetryPolicy | None = None,
-                 team_connector: Connector | None = None) -> None:
+                 team_connector: Connector | None = None,
+                 turns: WriteTurns | None = None) -> None:
         self._settings = settings
         self._policy = policy or RetryPolicy()
         self._sleep = sleep
+        self._turns = turns
         self._calls = self._calls_for(connector)
         # Team checks need a token with members: read; asked for only when one is made.
         self._team_connector = team_connector
@@ -66,19 +68,22 @@ class GitHubClient:
 
     def _calls_for(self, connector: Connector) -> Calls:
         return Calls(connector, policy=self._policy,
-                     max_wait_s=self._settings.max_rate_limit_wait_s, sleep=self._sleep)
+                     max_wait_s=self._settings.max_rate_limit_wait_s, sleep=self._sleep,
+                     turns=self._turns)
 
     @classmethod
     def for_installation(cls, settings: Settings, installation_id: int,
                          sleep: Callable[[float], None] = time.sleep, *,
-                         policy: RetryPolicy | None = None) -> GitHubClient:
+                         policy: RetryPolicy | None = None,
+                         turns: WriteTurns | None = None) -> GitHubClient:
         """Acting as the App's installation; the token is minted and refreshed as needed,
-        with `members: read` only for team checks."""
+        with `members: read` only for team checks. With `turns`, every write waits for
+        the installation's turn (the service shares them across processes)."""
         policy = policy or RetryPolicy()
         return cls(settings, InstallationConnector(settings, installation_id, policy),
                    sleep=sleep, policy=policy,
                    team_connector=InstallationConnector(settings, installation_id, policy,
-                                                        TEAM_PERMISSIONS))
+                                                        TEAM_PERMISSIONS), turns=turns)
 
     @classmethod
     def with_token(cls, settings: Settings, token: str | None,
@@ -246,7 +251,7 @@ class GitHubClient:
         path = f"/repos/{_repo(repo)}/issues/comments/{_number(comment_id)}/reactions"
         self._calls.retried(f"react {content} to comment {comment_id} in {repo}",
                             lambda gh: gh.requester.requestJsonAndCheck(
-                                "POST", path, input={"content": content}))
+                                "POST", path, input={"content": content}), write=True)
 
     def add_labels(self, repo: str, number: int, labels: list[str]) -> None:
         """Add labels (created by GitHub if the repo lacks them); existing ones stay."""
@@ -259,7 +264,7 @@ class GitHubClient:
         name, issue = _repo(repo), _number(number)
         self._calls.retried(f"label {repo}#{number}",
                             lambda gh: gh.get_repo(name).get_issue(issue)
-                            .add_to_labels(*labels))
+                            .add_to_labels(*labels), write=True)
 
     # --- helpers ------------------------------------------------------------------------
     def _get_json(self, what: str, path: str, parameters: dict[str, Any] | None = None,

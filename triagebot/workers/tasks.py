@@ -24,6 +24,7 @@ from triagebot.web.events import ThreadEvent
 from triagebot.workers import task_queues
 from triagebot.workers.runner import JobRunner
 from triagebot.workers.triage import TRANSIENT, CommentBusy, Triage
+from triagebot.workers.write_turns import installation_client
 
 log = logging.getLogger(__name__)
 
@@ -42,11 +43,12 @@ def register(app: Celery) -> None:
     @cache
     def github(installation_id: int | None) -> GitHubClient:
         # One client per installation and process: it refreshes its own token, so a busy
-        # triage worker does not mint a token per event.
+        # triage worker does not mint a token per event. Its writes take the
+        # installation's turn, shared with the other processes through Redis.
         if installation_id is None:
             raise GitHubError("the event carries no installation id", status=None,
                               transient=False)
-        return GitHubClient.for_installation(settings, installation_id)
+        return installation_client(settings, installation_id, client=store().redis)
 
     def triage() -> Triage:
         return Triage(settings, store(), app, github)
