@@ -121,6 +121,18 @@ class _Token:
 
 
 @dataclass
+class _Limit:
+    """A rate limit on matching requests until `until` (time.time())."""
+
+    method: str
+    pattern: re.Pattern[str]
+    seconds: float
+    status: int
+    primary: bool
+    until: float | None = None  # set by the first request it refuses
+
+
+@dataclass
 class _Fault:
     method: str
     pattern: re.Pattern[str]
@@ -195,6 +207,8 @@ class FakeGitHub:
         self._reactions: dict[int, list[tuple[str, str]]] = {}
         self._teams: dict[tuple[str, str], dict[str, str]] = {}
         self._faults: list[_Fault] = []
+        self._limits: list[_Limit] = []
+        self._too_early: list[Call] = []
         self._delay_s = 0.0
         self._calls: list[Call] = []
         self._unexpected: list[Call] = []
@@ -342,6 +356,43 @@ class FakeGitHub:
                                        dict(headers or {}), default if body is None else body,
                                        apply))
 
+    def rate_limit(self, method: str, path_regex: str, retry_after_s: float, *,
+                   status: int = 403, primary: bool = False) -> None:
+        """The next request matching `method` and `path_regex`, and every one after it
+        for `retry_after_s`, is refused as GitHub refuses an integration over its limit:
+        the secondary limit's message and `retry-after` (the seconds left), or with
+        `primary` `x-ratelimit-remaining: 0` and `x-ratelimit-reset`. A request that comes
+        back inside that window is listed in `too_early`: GitHub says an integration that
+        keeps going while limited may be banned."""
+        with self._lock:
+            self._limits.append(_Limit(method.upper(), re.compile(path_regex),
+                                       retry_after_s, status, primary))
+
+    @property
+    def too_early(self) -> list[Call]:
+        with self._lock:
+            return list(self._too_early)
+
+    def _limited(self, method: str, rel: str, now: float) -> tuple[_Reply | None, bool]:
+        """The rate-limit answer for a request, and whether it came back too early."""
+        for limit in self._limits:
+            if limit.method != method or not limit.pattern.fullmatch(rel) \
+                    or (limit.until is not None and now >= limit.until):
+                continue
+            early = limit.until is not None
+            if limit.until is None:
+                limit.until = now + limit.seconds
+            left = max(1, int(limit.until - now + 0.999))
+            if limit.primary:
+                headers = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0",
+                           "x-ratelimit-reset": str(int(limit.until + 0.999))}
+                text = "API rate limit exceeded for installation."
+            else:
+                headers = {"retry-after": str(left)}
+                text = "You have exceeded a secondary rate limit. Please wait a few minutes."
+            return _Reply(limit.status, _message(text), headers), early
+        return None, False
+
     def delay(self, seconds: float) -> None:
         """Every later call waits this long before it is handled."""
         with self._lock:
@@ -394,11 +445,15 @@ class FakeGitHub:
         except ValueError:
             body = _BAD_JSON
         with self._lock:
-            reply, known = self._answer(method, path, query, body, authorization)
+            limited, early = self._limited(method, path.removeprefix(API_PREFIX), wall)
+            reply, known = ((limited, True) if limited is not None else
+                            self._answer(method, path, query, body, authorization))
             status = reply.status if reply is not None else 0
             call = Call(method, path.removeprefix(API_PREFIX), query,
                         None if body is _BAD_JSON else body, arrived, wall, status, auth_kind)
             self._calls.append(call)
+            if early:
+                self._too_early.append(call)
             if not known:
                 self._unexpected.append(call)
         return reply
@@ -451,6 +506,8 @@ class FakeGitHub:
     # --- routes -------------------------------------------------------------------------
     def _route(self, method: str, parts: list[str], query: dict[str, list[str]], body: Any,
                who: _Who) -> _Reply | None:
+        if parts == ["app"] and method == "GET":
+            return self._app(who)
         if parts[:2] == ["app", "installations"] and len(parts) == 4 \
                 and parts[3] == "access_tokens" and method == "POST":
             return self._mint(parts[2], body, who)
@@ -461,6 +518,19 @@ class FakeGitHub:
                 and parts[4] == "memberships" and method == "GET":
             return self._membership(parts[1], parts[3], parts[5], who)
         return None
+
+    def _app(self, who: _Who) -> _Reply:
+        """`GET /app`: the App itself, for its own JWT only."""
+        problem = "A JSON web token could not be decoded" if who.kind != "jwt" \
+            else self._check_jwt(who.raw)
+        if problem:
+            return _Reply(401, _message(problem))
+        return _Reply(200, {"id": self.app_id, "slug": self.app_slug, "node_id": "A_x",
+                            "name": self.app_slug, "owner": self._user_json("acme",
+                                                                           "Organization"),
+                            "permissions": dict(APP_PERMISSIONS),
+                            "events": ["issue_comment", "issues", "pull_request"],
+                            "html_url": f"{self.web_url}/apps/{self.app_slug}"})
 
     def _mint(self, installation: str, body: Any, who: _Who) -> _Reply:
         if who.kind != "jwt":

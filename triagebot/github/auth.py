@@ -64,6 +64,40 @@ def _signing_key(pem: str) -> Any:
             from None
 
 
+def _app_auth(settings: Settings) -> Auth.AppAuth:
+    """The App's JWT signer; a SettingsError naming what is missing or unusable."""
+    settings.require_app()
+    key = _signing_key(settings.private_key_pem)
+    return Auth.AppAuth(cast(int, settings.app_id),
+                        sign_func=lambda claims: jwt.encode(claims, key, "RS256"))
+
+
+def app_problem(settings: Settings, policy: RetryPolicy | None = None) -> str | None:
+    """None when GitHub accepts the App's id and private key (`GET /app` with its JWT);
+    otherwise what is wrong, in words that hold no secret. A worker that cannot act as the
+    App is not ready, and says why."""
+    policy = policy or RetryPolicy()
+    try:
+        integration = GithubIntegration(auth=_app_auth(settings),
+                                        **_client_kwargs(settings, policy))
+    except SettingsError as exc:
+        return str(exc)
+    try:
+        integration.get_app()
+    except Exception as exc:
+        err = classify(exc, f"GitHub App {settings.app_id} at {settings.github_api_url}",
+                       time.time())
+        if err is None:
+            return f"cannot ask GitHub about the App ({type(exc).__name__})"
+        if err.status == 401:
+            return (f"{err}: GitHub refused the App's JWT (TRIAGEBOT_APP_ID or the private "
+                    "key is not this App's, or the clock is off)")
+        return str(err)
+    finally:
+        integration.close()
+    return None
+
+
 class InstallationConnector:
     """Clients acting as one installation of the App, with tokens for `permissions`."""
 
@@ -71,12 +105,8 @@ class InstallationConnector:
 
     def __init__(self, settings: Settings, installation_id: int, policy: RetryPolicy,
                  permissions: dict[str, str] | None = None) -> None:
-        settings.require_app()  # a SettingsError naming what is missing
-        key = _signing_key(settings.private_key_pem)
-        app_auth = Auth.AppAuth(cast(int, settings.app_id),
-                                sign_func=lambda claims: jwt.encode(claims, key, "RS256"))
         self._kwargs = _client_kwargs(settings, policy)
-        self._integration = GithubIntegration(auth=app_auth, **self._kwargs)
+        self._integration = GithubIntegration(auth=_app_auth(settings), **self._kwargs)
         self._installation_id = installation_id
         self._permissions = dict(permissions or TOKEN_PERMISSIONS)
         self._reset_margin_s = policy.reset_margin_s
