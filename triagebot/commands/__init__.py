@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Sequence
 from functools import lru_cache
 
 from triagebot.commands import bisect as bisect_command
@@ -195,11 +196,18 @@ def _stripped_lines(body: str) -> list[str]:
     return [text[start:end].strip() for start, end in line_spans(text)]
 
 
-def help_text(bot: str = "triagebot") -> str:
-    """The reply to `help`, in markdown, built from the registry and the options' keys."""
+def help_text(bot: str = "triagebot", *, gpu_kinds: Sequence[str] = (),
+              default_gpu: str | None = None) -> str:
+    """The reply to `help`, in markdown, built from the registry and the options' keys;
+    `gpu` lists the runner kinds this deployment serves, where they are given."""
     mention = f"@{bot.removeprefix('@').removesuffix('[bot]')}"
     rows = [f"| `{_usage(mention, spec)}` | {spec.summary} |" for spec in COMMANDS.values()]
-    keys = [f"| `{key}` | {repro.KEY_HELP.get(key, '')} |" for key in KEYS]
+    key_help = dict(repro.KEY_HELP)
+    if gpu_kinds:
+        kinds = ", ".join(f"`{kind}`" for kind in gpu_kinds)
+        default = f" (default `{default_gpu}`)" if default_gpu else ""
+        key_help["gpu"] = f"runner kind to run on; here: {kinds}{default}"
+    keys = [f"| `{key}` | {key_help.get(key, '')} |" for key in KEYS]
     return "\n".join([
         f"**{mention} commands.** Write one at the start of a line, outside code, quotes "
         f"and links; at most {MAX_COMMANDS} per comment.",

@@ -37,6 +37,32 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """ "1 job", "2 jobs" """
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def prose(text: str, limit: int = 500) -> str:
+    """Our own sentence, whose `code` shows as code, holding user text that must not:
+    each backtick pair becomes a code span (where nothing is markup or a mention) and
+    everything between them goes through `inline`. A lone backtick is plain text."""
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one opens nothing
+        parts[-2:] = [parts[-2] + "`" + parts[-1]]
+    return "".join(code_span(part, limit) if k % 2 else _spaced(part, limit)
+                   for k, part in enumerate(parts))
+
+
+def _spaced(text: str, limit: int) -> str:
+    """`inline`, keeping the space at either end that separates it from code."""
+    lead = " " if text[:1].isspace() else ""
+    tail = " " if text[-1:].isspace() and text.strip() else ""
+    return lead + inline(text, limit) + tail
+
+
 def _job_line(job: JobRecord, url: str) -> str:
     return f"Job [`{job.id}`]({url}) · requested by @{job.requester} · {code_span(job.command)}"
 
@@ -45,12 +71,12 @@ def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float
                     notes: Sequence[str] = (), *, runner_live: bool = True) -> str:
     if not runner_live:
         # No promise of a start time when nothing would pick the job up.
-        ahead = f" ({queued_ahead} job(s) ahead of it)" if queued_ahead else ""
+        ahead = f" ({count(queued_ahead, 'job')} ahead of it)" if queued_ahead else ""
         when = (f"No `{plan.gpu_kind}` runner is online right now, so it waits until one "
                 f"is{ahead}.")
     else:
         start = "it should start right away" if queued_ahead == 0 and wait_s <= 0 else (
-            f"{queued_ahead} job(s) ahead of it; it should start within about "
+            f"{count(queued_ahead, 'job')} ahead of it; it should start within about "
             f"{duration(wait_s)}")
         when = (f"On the `{plan.gpu_kind}` queue {start}, and end about "
                 f"{duration(wait_s + plan.estimated_seconds)} from now.")
@@ -63,7 +89,7 @@ def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float
         "",
         f"{when} This comment is edited as the job runs and ends as the report.",
     ]
-    lines += [f"- {inline(note)}" for note in notes]
+    lines += [f"- {prose(note)}" for note in notes]
     return "\n".join(lines)
 
 
@@ -100,7 +126,7 @@ def refusal(command_name: str) -> str:
 
 
 def config_error(problems: Sequence[str]) -> str:
-    items = "\n".join(f"- {inline(p, 400)}" for p in problems[:20])
+    items = "\n".join(f"- {prose(p, 400)}" for p in problems[:20])
     return ("`.github/triagebot.toml` in this repository is not valid, so nothing was run:"
             f"\n\n{items}")
 
@@ -116,7 +142,7 @@ def gave_up(reason: str) -> str:
 
 
 def command_errors(messages: Sequence[str]) -> str:
-    return "\n".join(f"- {inline(m, 800)}" for m in messages)
+    return "\n".join(f"- {prose(m, 800)}" for m in messages)
 
 
 def busy(other: JobRecord, url: str) -> str:
@@ -125,7 +151,7 @@ def busy(other: JobRecord, url: str) -> str:
 
 
 def plan_refused(message: str) -> str:
-    return f"This report cannot be planned as asked: {inline(message, 1500)}"
+    return f"This report cannot be planned as asked: {prose(message, 1500)}"
 
 
 def status(jobs: Sequence[JobRecord], url_for: Mapping[str, str]) -> str:
@@ -140,11 +166,8 @@ def status(jobs: Sequence[JobRecord], url_for: Mapping[str, str]) -> str:
     return "\n".join(rows)
 
 
-def cancelled_jobs(jobs: Sequence[JobRecord]) -> str:
-    if not jobs:
-        return "There is no queued or running job on this thread to cancel."
-    ids = ", ".join(f"`{j.id}`" for j in jobs)
-    return f"Cancelling {ids}."
+def nothing_to_cancel() -> str:
+    return "There is no queued or running job on this thread to cancel."
 
 
 def reply(login: str, sections: Sequence[str]) -> str:
