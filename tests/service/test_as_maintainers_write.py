@@ -21,3 +21,36 @@ def test_a_command_named_mid_sentence_does_nothing(env: dict[str, Any]) -> None:
         triage.handle(comment_event(fake, body))
     assert store.require(job.id).state == "queued" and not store.require(job.id).cancel_requested
     assert len(bot_comments(fake)) == before
+
+
+def test_an_edit_that_adds_a_command_keeps_the_first_commands_reply(
+        env: dict[str, Any]) -> None:
+    triage, fake = env["triage"], env["fake"]
+    first = comment_event(fake, "@triagebot help")
+    triage.handle(first)
+    [help_reply] = bot_comments(fake)
+    assert "commands" in help_reply.body
+    edited = comment_event(fake, "@triagebot help\n@triagebot status", action="edited",
+                           previous="@triagebot help", comment_id=first.comment.id,
+                           delivery="d-2")
+    triage.handle(edited)
+    triage.handle(edited)  # GitHub's redelivery of the edit adds nothing
+    replies = bot_comments(fake)
+    assert len(replies) == 2
+    kept = next(c for c in replies if c.id == help_reply.id)
+    assert kept.body == help_reply.body  # the help reply was not overwritten
+    [status] = [c for c in replies if c.id != help_reply.id]
+    assert "No reproduction has been requested" in status.body
+
+
+def test_cancel_edits_the_job_comment_without_a_second_comment(env: dict[str, Any]) -> None:
+    triage, fake, store = env["triage"], env["fake"], env["store"]
+    triage.handle(comment_event(fake, "@triagebot repro"))
+    [job] = store.thread_jobs(REPO, 42)
+    cancel = comment_event(fake, "@triagebot cancel")
+    triage.handle(cancel)
+    triage.publish(job.id)
+    [comment] = bot_comments(fake)  # the job's own comment, and no reply beside it
+    assert comment.body.startswith(f"<!-- triagebot:v1 job={job.id} -->")
+    assert "Cancelled** by @maint" in comment.body
+    assert ("triagebot[bot]", "+1") in fake.reactions(cancel.comment.id)
