@@ -5,10 +5,13 @@ a command keeps the first command's reply, `cancel` says it by editing the job c
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from tests.fakes.github_fixture import REPO
 from tests.service.threads import bot_comments, comment_event
+from triagebot.decisions import replies as words
+from triagebot.workers.triage import Triage
 
 
 def test_a_command_named_mid_sentence_does_nothing(env: dict[str, Any]) -> None:
@@ -54,3 +57,26 @@ def test_cancel_edits_the_job_comment_without_a_second_comment(env: dict[str, An
     assert comment.body.startswith(f"<!-- triagebot:v1 job={job.id} -->")
     assert "Cancelled** by @maint" in comment.body
     assert ("triagebot[bot]", "+1") in fake.reactions(cancel.comment.id)
+
+
+def test_the_bisect_acknowledgement_describes_the_bisect(env: dict[str, Any],
+                                                        tmp_path: Path) -> None:
+    # It answered "Queued a reproduction ... on vllm 0.25.1 ... about 8 min": a version
+    # outside the range and the time of one step.
+    from tests.bisect.tiny_engine import build_index
+
+    settings = env["settings"].model_copy(
+        update={"bisect_find_links": build_index(tmp_path / "index", nightlies=False)})
+    triage = Triage(settings, env["store"], env["triage"].celery, env["triage"].github)
+    fake = env["fake"]
+    triage.handle(comment_event(fake, "@triagebot bisect good=0.17.1 bad=0.20.0"))
+    [job] = env["store"].thread_jobs(REPO, 42)
+    [ack] = bot_comments(fake)
+    body = ack.body
+    assert "Queued** a bisect" in body and "reproduction" not in body.split("\n")[1]
+    assert "0.17.1" in body and "0.20.0" in body and "0.25.1" not in body
+    # 0.18.0, 0.18.1, 0.19.0 and 0.19.1 lie between: ceil(log2 5) steps and one to
+    # confirm the answer.
+    assert "4 releases between them" in body and "about 4 steps" in body
+    step = env["store"].plan(job.id).estimated_seconds
+    assert f"about {words.duration(4 * step)} of GPU time in all" in body

@@ -68,7 +68,12 @@ def _job_line(job: JobRecord, url: str) -> str:
 
 
 def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float, url: str,
-                    notes: Sequence[str] = (), *, runner_live: bool = True) -> str:
+                    notes: Sequence[str] = (), *, runner_live: bool = True,
+                    headline: str | None = None, gpu_seconds: float | None = None) -> str:
+    """The job comment's first words: what was queued (`headline`, a repro's by default),
+    where it stands in the queue, and when it should end (after `gpu_seconds`, the plan's
+    estimate by default)."""
+    total_s = plan.estimated_seconds if gpu_seconds is None else gpu_seconds
     if not runner_live:
         # No promise of a start time when nothing would pick the job up.
         ahead = f" ({count(queued_ahead, 'job')} ahead of it)" if queued_ahead else ""
@@ -79,11 +84,12 @@ def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float
             f"{count(queued_ahead, 'job')} ahead of it; it should start within about "
             f"{duration(wait_s)}")
         when = (f"On the `{plan.gpu_kind}` queue {start}, and end about "
-                f"{duration(wait_s + plan.estimated_seconds)} from now.")
+                f"{duration(wait_s + total_s)} from now.")
     lines = [
-        f"⏳ **Queued** a reproduction: {len(plan.cells)} cells on `{plan.engine}` "
-        f"{inline(plan.engine_version or 'latest')}, GPU `{plan.gpu_kind}`, "
-        f"about {duration(plan.estimated_seconds)} of GPU time.",
+        headline or (
+            f"⏳ **Queued** a reproduction: {count(len(plan.cells), 'cell')} on "
+            f"`{plan.engine}` {inline(plan.engine_version or 'latest')}, GPU "
+            f"`{plan.gpu_kind}`, about {duration(plan.estimated_seconds)} of GPU time."),
         "",
         _job_line(job, url),
         "",
@@ -91,6 +97,24 @@ def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float
     ]
     lines += [f"- {prose(note)}" for note in notes]
     return "\n".join(lines)
+
+
+def bisect_headline(good: str, bad: str, plan: Plan, between: int | None,
+                    steps: int | None, most: int | None, level: str = "release") -> str:
+    """What a bisect job was queued to do: its range, the steps expected (`steps` for a
+    clean search, up to `most` where points cannot be judged) and their GPU time."""
+    step = (f"each step one repro of {count(len(plan.cells), 'cell')} on `{plan.engine}` "
+            f"at that point, GPU `{plan.gpu_kind}`, about {duration(plan.estimated_seconds)}")
+    head = (f"⏳ **Queued** a bisect of `{plan.engine}` from {inline(good)} (good) to "
+            f"{inline(bad)} (bad)")
+    if steps is None or between is None or most is None:
+        return (f"{head}: {step}. How many steps it takes is known once the {level}s "
+                "between them are listed.")
+    more = (" If the change lies between two releases, the nightlies and then the commits "
+            "between them add steps of their own." if level == "release" else "")
+    return (f"{head}: {count(between, level)} between them, so about "
+            f"{count(steps, 'step')} (up to {most} if some cannot be judged), {step}: "
+            f"about {duration(steps * plan.estimated_seconds)} of GPU time in all.{more}")
 
 
 def progress(job: JobRecord, url: str) -> str:
