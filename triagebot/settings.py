@@ -87,7 +87,8 @@ class Settings(BaseSettings):
     repo_config_ttl_s: int = Field(default=300, ge=0)
     permission_ttl_s: int = Field(default=600, ge=0)
     progress_interval_s: float = Field(default=60.0, ge=0)
-    # Longest wait honoured for a Retry-After / rate-limit reset before failing visibly.
+    # Longest Retry-After / rate-limit reset a call sleeps through; past it the event is
+    # put aside and tried again once GitHub said it may be (`workers.retry_policy`).
     max_rate_limit_wait_s: float = Field(default=900.0, ge=0)
 
     # --- runners -------------------------------------------------------------------------

@@ -5,10 +5,15 @@ reads, and records every call in `calls`. Any other route answers 404 and is app
 `unexpected`; the `fake_github` fixture fails the test when that list is not empty.
 
 Authentication is checked the way GitHub does it: the App signs an RS256 JWT with the key
-generated here (`private_key_pem`) to mint installation tokens, and repository endpoints
-want `Authorization: token <unexpired token>`. Faults (`fail`), a delay for every call
-(`delay`), token lifetime (`token_ttl_s`) and revocation (`expire_tokens`) drive the retry,
-rate-limit and token-refresh tests.
+generated here (`private_key_pem`) to mint installation tokens (and to read `GET /app`),
+a token may ask only for permissions its installation granted (`add_installation(...,
+permissions=)`, 422 otherwise; `remove_installation` uninstalls the App, 404), and
+repository endpoints want `Authorization: token <unexpired token>`. Faults (`fail`), rate
+limits that answer `retry-after` or `x-ratelimit-reset` and list requests that came back
+too early (`rate_limit`, `too_early`), a delay for every call (`delay`), token lifetime
+(`token_ttl_s`) and revocation (`expire_tokens`) drive the retry, rate-limit and
+token-refresh tests. Lists are paged as GitHub pages them: comments, a comparison (at
+most the newest 250 commits unpaged) and a commit's files.
 
 Paths in `calls`, `unexpected` and `fail(path_regex=...)` are decoded and relative to
 `/api/v3`, e.g. `/repos/acme/engine/issues/1/comments`.

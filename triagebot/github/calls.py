@@ -22,7 +22,7 @@ import random
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from github import Github
 from pydantic import Field
@@ -160,6 +160,19 @@ class Calls:
                 if backoff.failures + 1 >= self._policy.attempts:
                     raise give_up(err, backoff.failures + 1) from err
                 self.pause(err, backoff)
+
+    def get_json(self, what: str, path: str,
+                 parameters: dict[str, Any] | None = None) -> Any:
+        """The JSON of a GET below the API's base URL (retried), or None when GitHub
+        answers that it does not exist; a token it would not mint is an error, not that."""
+        try:
+            _, data = self.retried(
+                what, lambda gh: gh.requester.requestJsonAndCheck("GET", path, parameters))
+        except GitHubError as err:
+            if err.not_found:
+                return None
+            raise
+        return data
 
     def pause(self, err: GitHubError, backoff: Backoff) -> None:
         """Sleep before the next attempt, or raise when GitHub wants a wait above the cap."""

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict
 from triagebot.github import comments, thread
 from triagebot.github.auth import TEAM_PERMISSIONS, InstallationConnector, TokenConnector
 from triagebot.github.calls import Calls, Connector, RetryPolicy, WriteTurns
+from triagebot.github.compare import commit_files as read_commit_files
+from triagebot.github.compare import compare as read_compare
 from triagebot.github.errors import GitHubError
 from triagebot.github.models import Thread
 from triagebot.settings import Settings
@@ -30,12 +32,6 @@ _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?", re.ASCII)
 _SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", re.ASCII)
 _PATH_PART = re.compile(r"[A-Za-z0-9._-]{1,255}", re.ASCII)
 _LABEL_CHARS = 50
-# Items per page of the lists read page by page (GitHub's most for the compare API).
-PAGE = 100
-# A comparison longer than this is refused rather than read: 100 requests already.
-MAX_COMPARE_COMMITS = 10_000
-# GitHub lists at most this many of a commit's changed files.
-MAX_COMMIT_FILES = 3000
 
 
 class _Permission(BaseModel):
@@ -118,7 +114,7 @@ class GitHubClient:
         of these (it tells maintain from write); a custom role falls back to `permission`."""
         path = (f"/repos/{_repo(repo)}/collaborators/"
                 f"{urllib.parse.quote(_login(login), safe='')}/permission")
-        data = self._get_json(f"permission of {login} on {repo}", path)
+        data = self._calls.get_json(f"permission of {login} on {repo}", path)
         if data is None:
             return "none"
         answer = _Permission.model_validate(data)
@@ -132,8 +128,8 @@ class GitHubClient:
                 f"{urllib.parse.quote(_login(login), safe='')}")
         if self._team_calls is None and self._team_connector is not None:
             self._team_calls = self._calls_for(self._team_connector)
-        data = self._get_json(f"membership of {login} in {org}/{team}", path,
-                              calls=self._team_calls)
+        calls = self._team_calls or self._calls
+        data = calls.get_json(f"membership of {login} in {org}/{team}", path)
         return data is not None and _Membership.model_validate(data).state == "active"
 
     def file_text(self, repo: str, path: str, max_bytes: int = 65536) -> str | None:
@@ -172,60 +168,14 @@ class GitHubClient:
     def compare(self, repo: str, base: str, head: str, *, with_files: int = 40
                 ) -> tuple[str, str, list[dict[str, Any]]] | None:
         """`compare_commits` with GitHub's status of head against base ("ahead",
-        "behind", "identical", "diverged") and base's full SHA.
-
-        Read page by page: unpaged, GitHub lists only the newest 250 commits. A range
-        GitHub does not list whole (more than `MAX_COMPARE_COMMITS`, or pages that stop
-        short of `total_commits`) is refused with a GitHubError rather than returned in
-        part, since a bisect over part of a range can name the wrong commit."""
-        ref = re.compile(r"^[A-Za-z0-9._/-]{1,100}$")
-        if not (ref.fullmatch(base) and ref.fullmatch(head)) or ".." in base + head:
-            raise ValueError(f"{base!r}...{head!r} are not refs")
-        what = f"compare {base}...{head} in {repo}"
-        path = f"/repos/{_repo(repo)}/compare/{base}...{head}"
-        data = self._get_json(what, path, {"per_page": PAGE, "page": 1})
-        if data is None:
-            return None
-        total = int(data.get("total_commits") or 0)
-        if total > MAX_COMPARE_COMMITS:
-            raise GitHubError(f"{what}: {total} commits lie between them, more than the "
-                              f"{MAX_COMPARE_COMMITS} triagebot lists; name ends closer "
-                              "together")
-        listed = list(data.get("commits") or [])
-        page = 1
-        while len(listed) < total:
-            page += 1
-            more = self._get_json(what, path, {"per_page": PAGE, "page": page})
-            batch = list((more or {}).get("commits") or [])
-            if not batch:
-                break
-            listed += batch
-        if len(listed) != total:
-            raise GitHubError(f"{what}: GitHub listed {len(listed)} of the {total} commits "
-                              "between them; a bisect over part of a range could name the "
-                              "wrong commit, so the range is not used")
-        out = [_commit_item(c) for c in listed]
-        for item in out[-with_files:] if with_files else []:
-            if re.fullmatch(r"[0-9a-f]{7,40}", item["sha"]):
-                item["files"] = self.commit_files(repo, item["sha"])
-        base_sha = str((data.get("base_commit") or {}).get("sha") or "")
-        return str(data.get("status") or ""), base_sha, out
+        "behind", "identical", "diverged") and base's full SHA. Read whole or refused:
+        see `triagebot.github.compare`."""
+        return read_compare(self._calls, _repo(repo), base, head, with_files=with_files)
 
     def commit_files(self, repo: str, sha: str) -> list[str]:
         """The paths a commit changed, from every page of its file list (GitHub lists at
         most 3,000); empty where the commit is unknown."""
-        if not re.fullmatch(r"[0-9a-f]{7,40}", sha):
-            raise ValueError(f"{sha[:50]!r} is not a commit SHA")
-        what = f"commit {sha[:10]} in {repo}"
-        path = f"/repos/{_repo(repo)}/commits/{sha}"
-        files: list[str] = []
-        for page in range(1, MAX_COMMIT_FILES // PAGE + 1):
-            one = self._get_json(what, path, {"per_page": PAGE, "page": page})
-            batch = (one or {}).get("files") or []
-            files += [str(f.get("filename", "")) for f in batch]
-            if len(batch) < PAGE:
-                break
-        return files
+        return read_commit_files(self._calls, _repo(repo), sha)
 
     def find_marked(self, repo: str, number: int, key: str) -> int | None:
         """The id of our comment carrying marker(key); others' comments never count."""
@@ -267,26 +217,6 @@ class GitHubClient:
                             .add_to_labels(*labels), write=True)
 
     # --- helpers ------------------------------------------------------------------------
-    def _get_json(self, what: str, path: str, parameters: dict[str, Any] | None = None,
-                  calls: Calls | None = None) -> Any:
-        """The JSON of a GET, or None when GitHub answers that it does not exist."""
-        try:
-            _, data = (calls or self._calls).retried(
-                what, lambda gh: gh.requester.requestJsonAndCheck("GET", path, parameters))
-        except GitHubError as err:
-            if err.not_found:
-                return None
-            raise
-        return data
-
-
-def _commit_item(c: dict[str, Any]) -> dict[str, Any]:
-    message = str(c.get("commit", {}).get("message", ""))
-    committer = c.get("commit", {}).get("committer") or {}
-    return {"sha": str(c.get("sha", "")), "title": message.split("\n")[0][:200],
-            "url": str(c.get("html_url", "")), "files": [],
-            "date": str(committer.get("date") or ""),
-            "parents": [str(p.get("sha", "")) for p in c.get("parents") or []]}
 
 
 def _repo(repo: str) -> str:

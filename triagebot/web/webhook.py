@@ -1,10 +1,12 @@
 """`POST /webhook`: verify, filter, dedupe, enqueue, acknowledge. Never calls GitHub.
 
 The order is the contract: the body is read with a cap, the signature is checked over
-those exact bytes (as they stream in) before anything parses them, and the delivery is
-recorded as seen in the same atomic step that puts its event on the queue. When Redis
-fails or hangs the answer is 503 within `ingress_redis_timeout_s`, so GitHub lists the
-delivery as failed and it can be redelivered.
+those exact bytes (as they stream in) before anything parses them (a form-encoded body's
+`payload` field only then), and the delivery is recorded as queued in the same atomic
+step that puts its event on the queue; the worker records it as handled or failed, and a
+failed one is taken again when GitHub redelivers it. When Redis fails or hangs the answer
+is 503 within `ingress_redis_timeout_s`, so GitHub lists the delivery as failed and it
+can be redelivered.
 """
 
 from __future__ import annotations
