@@ -10,31 +10,21 @@ needs no key: its delivery id is enough to find it on GitHub.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 import redis
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from triagebot.jobs.deliveries import DeliveryLog, FailedEvent
 from triagebot.web.deps import service_of
+from triagebot.web.pages import HEADERS, templates
 from triagebot.web.service import Service
 
 SHOWN = 50
 PRIVATE = "(a private repository)"
-_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 
 router = APIRouter()
-_env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
-                   autoescape=True, undefined=StrictUndefined, trim_blocks=True,
-                   lstrip_blocks=True)
 
 
 def _rows(service: Service) -> tuple[list[dict[str, Any]], int]:
@@ -57,12 +47,12 @@ def _row(failure: FailedEvent) -> dict[str, Any]:
 @router.get("/deliveries/failed.json")
 def failed_json(request: Request) -> JSONResponse:
     rows, total = _rows(service_of(request))
-    return JSONResponse({"failed": rows, "total": total}, headers=_HEADERS)
+    return JSONResponse({"failed": rows, "total": total}, headers=HEADERS)
 
 
 @router.get("/deliveries/failed", response_class=HTMLResponse)
 def failed_page(request: Request) -> HTMLResponse:
     service = service_of(request)
     rows, total = _rows(service)
-    html = _env.get_template("failed.html").render(rows=rows, total=total, shown=SHOWN)
-    return HTMLResponse(html, headers=_HEADERS)
+    html = templates.get_template("failed.html").render(rows=rows, total=total, shown=SHOWN)
+    return HTMLResponse(html, headers=HEADERS)
