@@ -9,14 +9,16 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, get_type_hints
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from triagebot import __version__
-from triagebot.model import Budget, Plan, PlanPolicy
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from triagebot.model import Plan
 
 app = typer.Typer(
     name="triagebot",
@@ -25,6 +27,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: Typer's Rich help formatter costs more than the rest of start-up.
+    rich_markup_mode=None,
 )
 
 # Exit codes shared by every command.
@@ -83,7 +87,6 @@ def read_report(path: str, title: str | None,
 
 def read_input(path: str) -> bytes:
     """The report's bytes from a file or `-` (stdin); a clear error and exit 2 otherwise."""
-    err = Console(stderr=True)
     if path == "-":
         return sys.stdin.buffer.read()
     p = Path(path)
@@ -93,11 +96,11 @@ def read_input(path: str) -> bytes:
         return p.read_bytes()
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        err.print(f"[red]error:[/red] cannot read {path!r}: {reason}")
-        raise typer.Exit(EXIT_USAGE) from None
+        raise fail(EXIT_USAGE, f"cannot read {path!r}: {reason}") from None
 
 
 OverridesArg = Annotated[list[str] | None, typer.Argument(
+    metavar="KEY=VALUE",
     help="key=value overrides, as in `@triagebot repro`: engine=, version=, model=, draft=, "
          "spec=mtp:1,none, k=1,2, modes=eager,graph, workload=, runs=, warmups=, gpu=, tp=, "
          "temperature=, max_tokens=, concurrency=, prompts=.")]
@@ -113,8 +116,22 @@ TrustOpt = Annotated[list[str] | None, typer.Option(
     "repeatable. Nothing else gets trust_remote_code.")]
 
 
+def console(stderr: bool = False) -> Console:
+    """A Rich console; Rich loads on first use, not at start-up."""
+    from rich.console import Console
+
+    return Console(stderr=stderr)
+
+
+def escape(text: str) -> str:
+    """`text` with Rich markup escaped, so a report's brackets print as written."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
 def fail(code: int, message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}")
+    console(stderr=True).print(f"[red]error:[/red] {escape(message)}")
     return typer.Exit(code)
 
 
@@ -143,6 +160,7 @@ class PlanInputs:
              max_runs: int | None = None) -> Plan:
         """Parse and plan, turning every refusal into a message and an exit code."""
         from triagebot.errors import PlanRejected
+        from triagebot.model import Budget, PlanPolicy
         from triagebot.overrides import OptionsError, parse_overrides
         from triagebot.parse import parse_report
         from triagebot.plan import build_plan
@@ -172,6 +190,7 @@ _PLAN_PARAMETERS = tuple(
                       annotation=annotation)
     for name, annotation, default in (
         ("path", Annotated[str, typer.Argument(
+            metavar="REPORT",
             help="Report file, - for stdin, or an issue/PR URL.")], inspect.Parameter.empty),
         ("overrides", OverridesArg, None), ("title", TitleOpt, None), ("repo", RepoOpt, None),
         ("engine", EngineOpt, None), ("runs", RunsOpt, None), ("trust", TrustOpt, None),

@@ -7,8 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from triagebot.cli.base import (
     EXIT_REFUSED,
@@ -16,10 +14,11 @@ from triagebot.cli.base import (
     OUTCOME_EXIT,
     PlanInputs,
     app,
+    console,
+    escape,
     fail,
     takes_plan_inputs,
 )
-from triagebot.model import Plan
 
 
 @app.command()
@@ -59,25 +58,26 @@ def repro(
     request = parse_report(data, title=title, repo=repo)
     from triagebot.cli.views import ProgressView
 
-    with ProgressView(Console(stderr=True), plan_) as view:
+    with ProgressView(console(stderr=True), plan_) as view:
         execution = execute(plan_, scripts, request, settings, view.update)
     command = " ".join(["triagebot repro", *map(_shell_word, _command_words(inputs))])
     report = render_report(plan_, execution.findings, scripts=scripts, command=command)
     (folder / "report.md").write_text(report)
     sys.stdout.write(report + ("" if report.endswith("\n") else "\n"))
-    Console(stderr=True).print(f"wrote {escape(str(folder))}/report.md")
+    console(stderr=True).print(f"wrote {escape(str(folder))}/report.md")
     raise typer.Exit(OUTCOME_EXIT[execution.findings.outcome])
 
 
 @app.command()
 def report(
-    folder: Annotated[Path, typer.Argument(help="A `triagebot repro` output directory.")],
+    folder: Annotated[Path, typer.Argument(
+        metavar="FOLDER", help="A `triagebot repro` output directory.")],
 ) -> None:
     """Re-render report.md from the plan, results and logs a repro left in FOLDER."""
     from pydantic import ValidationError
 
     from triagebot.analyze.findings import analyze
-    from triagebot.model import ReproRequest
+    from triagebot.model import Plan, ReproRequest
     from triagebot.render import RenderedScript
     from triagebot.report import render_report
     from triagebot.run.orchestrate import load_results
