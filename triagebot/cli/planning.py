@@ -10,13 +10,20 @@ import typer
 
 from triagebot.cli.base import (
     EXIT_REFUSED,
+    EngineOpt,
+    OverridesArg,
     PlanInputs,
+    RepoOpt,
+    ReportArg,
+    RunnerOpt,
+    RunsOpt,
+    TitleOpt,
+    TrustOpt,
     app,
     console,
     escape,
     fail,
     read_report,
-    takes_plan_inputs,
 )
 
 if TYPE_CHECKING:
@@ -63,13 +70,20 @@ def parse(
 
 
 @app.command()
-@takes_plan_inputs
 def plan(
-    inputs: PlanInputs,
+    path: ReportArg,
+    overrides: OverridesArg = None,
+    title: TitleOpt = None,
+    repo: RepoOpt = None,
+    engine: EngineOpt = None,
+    runs: RunsOpt = None,
+    trust: TrustOpt = None,
+    runner: RunnerOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Plan as JSON.")] = False,
 ) -> None:
     """Turn a report into a Plan: the cells to run and the comparisons that answer it."""
-    _show(inputs.load(), json_out)
+    inputs = PlanInputs(path, overrides, title, repo, engine, runs, trust, runner)
+    _show(inputs.load()[1], json_out)
 
 
 def _show(result: ReproRequest | Plan, json_out: bool) -> None:
@@ -87,9 +101,15 @@ def _show(result: ReproRequest | Plan, json_out: bool) -> None:
 
 
 @app.command()
-@takes_plan_inputs
 def render(
-    inputs: PlanInputs,
+    path: ReportArg,
+    overrides: OverridesArg = None,
+    title: TitleOpt = None,
+    repo: RepoOpt = None,
+    engine: EngineOpt = None,
+    runs: RunsOpt = None,
+    trust: TrustOpt = None,
+    runner: RunnerOpt = None,
     cell: Annotated[list[str] | None, typer.Option(
         "--cell", help="Only this cell id (repeatable).")] = None,
     out: Annotated[Path | None, typer.Option(
@@ -99,7 +119,8 @@ def render(
     """Render each cell of the plan into a self-contained script that writes a RunResult."""
     from triagebot.render import RenderError, render_plan
 
-    result = inputs.load()
+    inputs = PlanInputs(path, overrides, title, repo, engine, runs, trust, runner)
+    _, result = inputs.load()
     try:
         scripts = render_plan(result, cell)
     except RenderError as exc:

@@ -12,19 +12,32 @@ from triagebot.cli.base import (
     EXIT_REFUSED,
     EXIT_USAGE,
     OUTCOME_EXIT,
+    EngineOpt,
+    OverridesArg,
     PlanInputs,
+    RepoOpt,
+    ReportArg,
+    RunnerOpt,
+    RunsOpt,
+    TitleOpt,
+    TrustOpt,
     app,
     console,
     escape,
     fail,
-    takes_plan_inputs,
 )
 
 
 @app.command()
-@takes_plan_inputs
 def repro(
-    inputs: PlanInputs,
+    path: ReportArg,
+    overrides: OverridesArg = None,
+    title: TitleOpt = None,
+    repo: RepoOpt = None,
+    engine: EngineOpt = None,
+    runs: RunsOpt = None,
+    trust: TrustOpt = None,
+    runner: RunnerOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Where plan.json, scripts, results, logs and report.md go "
                       "(default: ./triagebot-out/<plan hash>).")] = None,
@@ -41,13 +54,12 @@ def repro(
     Exit code: 0 reproduced, 1 not reproduced, 4 inconclusive, 5 the runs failed,
     2 bad input, 3 the plan was refused.
     """
-    from triagebot.parse import parse_report
     from triagebot.render import RenderError, render_plan
     from triagebot.report import render_report
     from triagebot.run.orchestrate import DEFAULT_CACHE, RunSettings, execute
 
-    data, title, repo = inputs.read()
-    plan_ = inputs.plan(data, title, repo, max_runs)
+    inputs = PlanInputs(path, overrides, title, repo, engine, runs, trust, runner)
+    request, plan_ = inputs.load(max_runs)
     try:
         scripts = render_plan(plan_)
     except RenderError as exc:
@@ -55,7 +67,6 @@ def repro(
     folder = out or Path("triagebot-out") / plan_.plan_hash
     settings = RunSettings(out_dir=folder, cache_dir=cache or DEFAULT_CACHE,
                            local=not provision_envs)
-    request = parse_report(data, title=title, repo=repo)
     from triagebot.cli.views import ProgressView
 
     with ProgressView(console(stderr=True), plan_) as view:
