@@ -68,7 +68,6 @@ def expected_steps(settings: Settings, spec: BisectSpec, plan: Plan,
     package index its runner reads; None where that cannot be told yet (a commit end,
     whose commits the runner has listed from GitHub, or an index out of reach)."""
     from triagebot.bisect import envs, ranges, search
-    from triagebot.bisect.cli import nightly_package_for, package_for
     from triagebot.bisect.endpoints import nightly_span, start_level
     from triagebot.run.provision import ProvisionError
 
@@ -76,13 +75,13 @@ def expected_steps(settings: Settings, spec: BisectSpec, plan: Plan,
         level, _ = start_level(spec.good, spec.bad, spec.direction)
         if level == "commit":
             return None
-        package = package_for(plan.engine, plan.gpu_kind)
+        package = envs.package_for(plan.engine, plan.gpu_kind)
         where = str(settings.bisect_find_links or settings.bisect_index)
         known = ranges.finals(envs.index_versions(package, where, timeout_s))
         if level == "release":
             rng = ranges.release_range(known, spec.good, spec.bad, direction=spec.direction)
         else:
-            nightly = envs.index_versions(nightly_package_for(package), where, timeout_s,
+            nightly = envs.index_versions(envs.nightly_package_for(package), where, timeout_s,
                                           wheels_here=True)
             rng = nightly_span(ranges.nightlies(nightly), known, spec.good, spec.bad,
                                direction=spec.direction)
@@ -192,7 +191,6 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
     """Run (or resume) the bisect and leave its report; raises RunCancelled on cancel."""
     from triagebot.bisect import envs, ranges, search
     from triagebot.bisect import start as starts
-    from triagebot.bisect.cli import nightly_package_for, package_for
     from triagebot.bisect.render import answer, render_section
     from triagebot.bisect.runner import BisectRun, BisectSettings, Deeper, bisect
     from triagebot.commands.bisect import parse_words
@@ -208,7 +206,7 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
     ask = _ask_commits(runner, id_, stop)
     try:
         # The kind the job runs on (a fallback from the report's GPU, or the command's).
-        package = package_for(plan.engine, plan.gpu_kind)
+        package = envs.package_for(plan.engine, plan.gpu_kind)
         where = str(settings.bisect_find_links or settings.bisect_index)
         known = ranges.finals(envs.index_versions(package, where))
 
@@ -221,7 +219,7 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
             return found
 
         start = starts.first_level(spec.good, spec.bad, spec.direction, known, sha_plan,
-                                   lambda: envs.index_versions(nightly_package_for(package),
+                                   lambda: envs.index_versions(envs.nightly_package_for(package),
                                                                where, wheels_here=True))
     except (ranges.BisectError, ProvisionError) as exc:
         store.move(id_, "failed", error=f"cannot bisect: {exc}")
@@ -252,7 +250,7 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
 
     steps = RedisSteps(store.redis, steps_key(store, id_), settings.job_ttl_s)
     deeper = Deeper(nightlies=lambda: ranges.nightlies(
-        envs.index_versions(nightly_package_for(package), where, wheels_here=True)),
+        envs.index_versions(envs.nightly_package_for(package), where, wheels_here=True)),
         commits=ask) if rng.level == "release" else None
     try:
         result = bisect(run, request, options, spec.errors, bisect_settings, store=steps,
