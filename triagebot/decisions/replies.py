@@ -108,11 +108,13 @@ def bisect_headline(good: str, bad: str, plan: Plan, between: int | None,
     head = (f"⏳ **Queued** a bisect of `{plan.engine}` from {inline(good)} (good) to "
             f"{inline(bad)} (bad)")
     if steps is None or between is None or most is None:
-        return (f"{head}: {step}. How many steps it takes is known once the {level}s "
-                "between them are listed.")
-    more = (" If the change lies between two releases, the nightlies and then the commits "
+        return (f"{head}: {step}. How many steps it takes is known once the "
+                f"{'nightlies' if level == 'nightly' else level + 's'} between them are "
+                "listed.")
+    more = (" Below the two releases it ends on, the nightlies and then the commits "
             "between them add steps of their own." if level == "release" else "")
-    return (f"{head}: {count(between, level)} between them, so about "
+    points = count(between, level, "nightlies" if level == "nightly" else None)
+    return (f"{head}: {points} between them, so about "
             f"{count(steps, 'step')} (up to {most} if some cannot be judged), {step}: "
             f"about {duration(steps * plan.estimated_seconds)} of GPU time in all.{more}")
 
