@@ -10,6 +10,7 @@ worker.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import runpy
@@ -294,6 +295,27 @@ def test_env_example_values_are_valid_settings():
     assert settings.github_token is None, "the service acts as the App, with no token"
 
 
+def test_env_example_values_are_the_defaults_unless_it_says_otherwise():
+    # Issue 27, item 13: the file said its values were the defaults; PUBLIC_URL was not.
+    comment: list[str] = []
+    for line in (DEPLOY / ".env.example").read_text().splitlines():
+        match = ENV_LINE.match(line)
+        if match is None:
+            comment = [*comment, line] if line.startswith("#") else []
+            continue
+        said = "Not the default" in " ".join(comment)
+        comment = []
+        if match[1]:
+            continue  # left unset on purpose
+        name, value = match[2], match[3]
+        try:
+            same = _validated(name, value) == _default(name)
+        except ValueError:
+            same = False
+        assert same != said, (f"{name}={value} is {'' if same else 'not '}the default, "
+                              f"and its comment {'says' if said else 'does not say'} so")
+
+
 def test_env_example_agrees_with_compose_defaults():
     example = {name: value for is_set, name, value in _env_example() if is_set}
     text = (DEPLOY / "compose.yml").read_text()
@@ -307,17 +329,72 @@ def test_env_example_agrees_with_compose_defaults():
 
 def test_manifest_asks_for_the_minimum():
     manifest = json.loads((DEPLOY / "github-app-manifest.json").read_text())
+    # members: read only for [access] teams (register_app.py --teams asks for it).
     assert manifest["default_permissions"] == {
         "issues": "write",
         "pull_requests": "write",
         "contents": "read",
         "metadata": "read",
-        "members": "read",
     }
     assert sorted(manifest["default_events"]) == ["issue_comment", "issues", "pull_request"]
     assert manifest["hook_attributes"]["url"].endswith("/webhook")
     for key in ("name", "url", "redirect_url", "public"):
         assert key in manifest
+
+
+def test_the_registration_page_posts_the_manifest_aimed_at_the_host(capsys):
+    # Issue 27, item 13: GitHub takes a manifest only as a form POST from the browser;
+    # "Settings -> Developer settings -> New GitHub App" has no place for one.
+    register = runpy.run_path(str(DEPLOY / "register_app.py"))
+    assert register["main"](["--host", "bot.example.org", "--org", "acme", "--teams"]) == 0
+    page = capsys.readouterr().out
+    form = re.search(r'<form action="([^"]+)" method="post">', page)
+    assert form is not None
+    assert form[1].startswith("https://github.com/organizations/acme/settings/apps/new?state=")
+    value = re.search(r'<input type="hidden" name="manifest" value="([^"]+)">', page)
+    assert value is not None
+    manifest = json.loads(html.unescape(value[1]))
+    assert manifest["hook_attributes"]["url"] == "https://bot.example.org/webhook"
+    assert manifest["url"] == "https://bot.example.org"
+    assert manifest["redirect_url"] == "https://bot.example.org/"
+    assert manifest["default_permissions"]["members"] == "read"
+    plain = register["manifest_for"]("bot.example.org")
+    assert "members" not in plain["default_permissions"]
+    assert register["form_url"]("https://github.com", None) == (
+        "https://github.com/settings/apps/new")
+    with pytest.raises(ValueError):
+        register["manifest_for"]("bot.example.org/evil")
+
+
+def test_readmes_register_the_app_the_way_that_works():
+    main = (ROOT / "README.md").read_text()
+    deploy = (DEPLOY / "README.md").read_text()
+    assert "register_app.py" in deploy and "app-manifests/" in deploy
+    # One place tells how: the main README points there rather than repeat it.
+    assert "deploy/README.md" in main and "app-manifests/" not in main
+    assert "Apps → New" not in main
+
+
+# --- the cpu runner -----------------------------------------------------------------------
+
+
+def test_the_cpu_runner_is_set_up_then_serves_its_queue_without_credentials(services):
+    setup, runner = services["cpu-setup"], services["runner-cpu-0"]
+    for svc in (setup, runner):
+        assert svc["profiles"] == ["cpu"]
+        assert "env_file" not in svc and not svc.get("secrets")
+        assert svc["build"]["dockerfile"] == "deploy/Dockerfile.cpu"
+        env = _env(svc)
+        assert not any(CREDENTIAL.search(k) for k in env)
+        assert {_field(k) for k in env if k.startswith("TRIAGEBOT_")} <= GPU_SETTINGS
+        assert "deploy" not in svc  # no GPU reserved
+    assert setup["command"][:3] == ["runner", "setup", "cpu"]
+    assert _option(setup["command"], "--cache") == _env(setup)["TRIAGEBOT_ENV_CACHE_DIR"]
+    assert runner["command"] == ["worker", "--queues", "gpu-cpu", "-n", "runner-cpu-0@%h"]
+    assert runner["stop_signal"] == "SIGQUIT"
+    # What the set-up builds is what the runner reads.
+    assert set(setup["volumes"]) == set(runner["volumes"])
+    assert any(v.startswith("standins:") for v in runner["volumes"])
 
 
 # --- images ---------------------------------------------------------------------------------
@@ -330,13 +407,13 @@ def _wheel_inputs() -> set[str]:
             *wheel.get("force-include", {})}
 
 
-@pytest.mark.parametrize("dockerfile", ["Dockerfile", "Dockerfile.gpu"])
+@pytest.mark.parametrize("dockerfile", ["Dockerfile", "Dockerfile.gpu", "Dockerfile.cpu"])
 def test_images_run_triagebot_as_a_non_root_user(dockerfile):
     text = (DEPLOY / dockerfile).read_text()
     users = re.findall(r"^USER\s+(\S+)", text, flags=re.M)
     assert users and users[-1] not in {"root", "0"}
     assert re.search(r'^ENTRYPOINT \["triagebot"\]$', text, flags=re.M)
-    if dockerfile == "Dockerfile":
+    if dockerfile in ("Dockerfile", "Dockerfile.cpu"):
         assert re.search(r"^FROM python:3\.11-slim\b", text, flags=re.M)
     else:
         assert re.search(r"^ARG CUDA_IMAGE=nvidia/cuda:[0-9.]+-runtime-", text, flags=re.M)
@@ -348,7 +425,9 @@ def test_images_run_triagebot_as_a_non_root_user(dockerfile):
     ignore = (DEPLOY / f"{dockerfile}.dockerignore").read_text().splitlines()
     assert "*" in ignore
     allowed = {line[1:].rstrip("/") for line in ignore if line.startswith("!")}
-    assert allowed == _wheel_inputs()
+    # The cpu runner's stand-ins need torch's CPU build, which only .wheels/ holds.
+    extra = {".wheels"} if dockerfile == "Dockerfile.cpu" else set()
+    assert allowed == _wheel_inputs() | extra
 
 
 # --- Celery ---------------------------------------------------------------------------------

@@ -8,11 +8,12 @@ their own Redis database and fake GitHub by passing overrides.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 # Values people paste from examples; a service started with one of them is misconfigured.
@@ -86,7 +87,8 @@ class Settings(BaseSettings):
     repo_config_ttl_s: int = Field(default=300, ge=0)
     permission_ttl_s: int = Field(default=600, ge=0)
     progress_interval_s: float = Field(default=60.0, ge=0)
-    # Longest wait honoured for a Retry-After / rate-limit reset before failing visibly.
+    # Longest Retry-After / rate-limit reset a call sleeps through; past it the event is
+    # put aside and tried again once GitHub said it may be (`workers.retry_policy`).
     max_rate_limit_wait_s: float = Field(default=900.0, ge=0)
 
     # --- runners -------------------------------------------------------------------------
@@ -163,6 +165,20 @@ class Settings(BaseSettings):
         """The login GitHub gives the App's comments."""
         return f"{self.app_slug}[bot]"
 
+    @property
+    def github_web_host(self) -> str:
+        """The host of the GitHub whose API this reads, as its pages name it: github.com
+        for api.github.com, HOST for GitHub Enterprise Server's https://HOST/api/v3."""
+        host = urllib.parse.urlsplit(self.github_api_url).netloc.lower()
+        return host.removeprefix("api.")
+
+    def thread_url(self, repo: str, number: int, is_pr: bool = False) -> str:
+        """The page of an issue or pull request on that GitHub (the one `triagebot repro
+        URL` reads there)."""
+        scheme = urllib.parse.urlsplit(self.github_api_url).scheme or "https"
+        kind = "pull" if is_pr else "issues"
+        return f"{scheme}://{self.github_web_host}/{repo}/{kind}/{number}"
+
     def queue_for(self, gpu_kind: str) -> str:
         return f"gpu-{gpu_kind}"
 
@@ -215,5 +231,18 @@ def load_settings(**overrides: Any) -> Settings:
     """Settings from the environment (and `.env`), with keyword overrides on top."""
     try:
         return Settings(**overrides)
+    except ValidationError as exc:
+        raise SettingsError(describe(exc)) from None
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
+
+
+def describe(exc: ValidationError) -> str:
+    """What is wrong, variable by variable, without the values: pydantic's own message
+    quotes the input, which for a secret or a key prints it to a log."""
+    lines = []
+    for error in exc.errors(include_url=False, include_input=False):
+        message = str(error["msg"]).removeprefix("Value error, ")
+        name = next((str(part) for part in error["loc"] if isinstance(part, str)), "")
+        lines.append(f"TRIAGEBOT_{name.upper()}: {message}" if name else message)
+    return "; ".join(lines)

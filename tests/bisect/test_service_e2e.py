@@ -92,7 +92,7 @@ def test_bisect_comment_to_one_converging_comment(service: dict[str, Any]) -> No
             and f".. {CHANGE_NIGHTLY}." in body)
     assert "**Culprit:** [[Spec Decode] ngram: look up every step (#3013)]" in body
     assert "## Bisect" in body and "### Nightlies" in body and "### Commits" in body
-    assert "triagebot bisect https://github.com/acme/engine/issues/42" in body
+    assert f"triagebot bisect {service['fake'].web_url}/acme/engine/issues/42" in body
     steps = _steps(service, job.id)
     assert {s.point: s.verdict for s in steps if s.level == "release"}[BROKEN] == "skip"
     assert {s.level for s in steps} == {"release", "nightly", "commit"}

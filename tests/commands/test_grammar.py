@@ -35,8 +35,6 @@ def _commands(body: str, bot: str = "triagebot") -> list[Command]:
     ("- @triagebot status", ["status"]),
     ("1. @triagebot status", ["status"]),
     ("## @triagebot help", ["help"]),
-    ("Could you look? @triagebot repro runs=3", ["repro runs=3"]),
-    ("**Note:** @triagebot help", ["help"]),
     ("@triagebot repro\r\n@triagebot status\r\n", ["repro", "status"]),
     ("@triagebot repro\r@triagebot help", ["repro", "help"]),
     # The same command twice in one comment runs once.

@@ -61,6 +61,13 @@ IGNORED = {
     "comma": "@triagebot, what do you think?",
     "code after mention": "@triagebot `repro`",
     "punctuation word": "@triagebot repro, please",
+    # Known commands count only where they open a line, as the help says: a sentence that
+    # names one is talk about it (these two ran on main: a queued job was cancelled).
+    "no need to cancel": "Looks real to me. No need to @triagebot cancel",
+    "please status": "please @triagebot status",
+    "question then repro": "Could you look? @triagebot repro runs=3",
+    "after emphasis": "**Note:** @triagebot help",
+    "mid-line in a list item": "- as said, @triagebot cancel",
 }
 
 
@@ -95,8 +102,10 @@ def test_unclosed_backticks_are_text() -> None:
 
 
 def test_escaped_markup_is_prose() -> None:
-    [item] = parse_comment(r"\`x @triagebot help")
-    assert isinstance(item, Command) and item.text == "help"
+    # Unescaped, the first backtick would pair with the last and hide the command.
+    [item] = parse_comment("\\`x\n@triagebot status\n`y`")
+    assert isinstance(item, Command) and item.text == "status"
+    assert parse_comment("`x\n@triagebot status\n`y`") == []
     assert not any(ignored_mask(r"\[a\](b)"))
 
 

@@ -5,10 +5,15 @@ reads, and records every call in `calls`. Any other route answers 404 and is app
 `unexpected`; the `fake_github` fixture fails the test when that list is not empty.
 
 Authentication is checked the way GitHub does it: the App signs an RS256 JWT with the key
-generated here (`private_key_pem`) to mint installation tokens, and repository endpoints
-want `Authorization: token <unexpired token>`. Faults (`fail`), a delay for every call
-(`delay`), token lifetime (`token_ttl_s`) and revocation (`expire_tokens`) drive the retry,
-rate-limit and token-refresh tests.
+generated here (`private_key_pem`) to mint installation tokens (and to read `GET /app`),
+a token may ask only for permissions its installation granted (`add_installation(...,
+permissions=)`, 422 otherwise; `remove_installation` uninstalls the App, 404), and
+repository endpoints want `Authorization: token <unexpired token>`. Faults (`fail`), rate
+limits that answer `retry-after` or `x-ratelimit-reset` and list requests that came back
+too early (`rate_limit`, `too_early`), a delay for every call (`delay`), token lifetime
+(`token_ttl_s`) and revocation (`expire_tokens`) drive the retry, rate-limit and
+token-refresh tests. Lists are paged as GitHub pages them: comments, a comparison (at
+most the newest 250 commits unpaged) and a commit's files.
 
 Paths in `calls`, `unexpected` and `fail(path_regex=...)` are decoded and relative to
 `/api/v3`, e.g. `/repos/acme/engine/issues/1/comments`.
@@ -48,6 +53,11 @@ REACTIONS = {"+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes
 # Files above this come back without content, as GitHub's contents API does (1 MB).
 INLINE_CONTENT_LIMIT = 1024 * 1024
 _LEVEL = {"read": 1, "write": 2, "admin": 3}
+# An unpaged compare lists at most this many commits, the newest (GitHub's limit).
+COMPARE_UNPAGED = 250
+# A commit's changed files: this many a page, and at most this many in all.
+COMMIT_FILES_PAGE = 300
+COMMIT_FILES_MAX = 3000
 
 
 @dataclass(frozen=True)
@@ -116,6 +126,18 @@ class _Token:
 
 
 @dataclass
+class _Limit:
+    """A rate limit on matching requests until `until` (time.time())."""
+
+    method: str
+    pattern: re.Pattern[str]
+    seconds: float
+    status: int
+    primary: bool
+    until: float | None = None  # set by the first request it refuses
+
+
+@dataclass
 class _Fault:
     method: str
     pattern: re.Pattern[str]
@@ -176,17 +198,22 @@ class FakeGitHub:
         self.token_ttl_s: float = 3600.0
         # Link headers use this base instead of our own when set (foreign-host tests).
         self.link_base: str | None = None
+        # Commits of a comparison past this many are never listed (None: all are).
+        self.compare_listing_limit: int | None = None
         self._lock = threading.RLock()
         self._ids = itertools.count(1001)
         self._user_ids: dict[str, int] = {}
         self._repos: dict[str, _Repo] = {}
         self._installations: dict[int, set[str]] = {}
+        self._granted: dict[int, dict[str, str]] = {}
         self._tokens: dict[str, _Token] = {}
         self._pats: dict[str, str] = {}
         self._comments: dict[int, FakeComment] = {}
         self._reactions: dict[int, list[tuple[str, str]]] = {}
         self._teams: dict[tuple[str, str], dict[str, str]] = {}
         self._faults: list[_Fault] = []
+        self._limits: list[_Limit] = []
+        self._too_early: list[Call] = []
         self._delay_s = 0.0
         self._calls: list[Call] = []
         self._unexpected: list[Call] = []
@@ -238,12 +265,25 @@ class FakeGitHub:
         with self._lock:
             self._repos[repo] = _Repo(repo, next(self._ids), default_branch, private)
 
-    def add_installation(self, installation_id: int, repos: Iterable[str]) -> None:
+    def add_installation(self, installation_id: int, repos: Iterable[str],
+                         permissions: dict[str, str] | None = None) -> None:
+        """The App installed on `repos`, granted `permissions` (default APP_PERMISSIONS):
+        a token that asks for more is refused with 422, as GitHub refuses it."""
         with self._lock:
             names = set(repos)
             for name in names - set(self._repos):
                 self.add_repo(name)
             self._installations[installation_id] = names
+            self._granted[installation_id] = dict(
+                APP_PERMISSIONS if permissions is None else permissions)
+
+    def remove_installation(self, installation_id: int) -> None:
+        """The App uninstalled: minting a token for it answers 404, old tokens stop."""
+        with self._lock:
+            self._installations.pop(installation_id, None)
+            for token in self._tokens.values():
+                if token.installation_id == installation_id:
+                    token.expires_at = time.time() - 1
 
     def add_pat(self, token: str, login: str) -> None:
         """A personal access token acting as `login` on every repository."""
@@ -321,6 +361,43 @@ class FakeGitHub:
                                        dict(headers or {}), default if body is None else body,
                                        apply))
 
+    def rate_limit(self, method: str, path_regex: str, retry_after_s: float, *,
+                   status: int = 403, primary: bool = False) -> None:
+        """The next request matching `method` and `path_regex`, and every one after it
+        for `retry_after_s`, is refused as GitHub refuses an integration over its limit:
+        the secondary limit's message and `retry-after` (the seconds left), or with
+        `primary` `x-ratelimit-remaining: 0` and `x-ratelimit-reset`. A request that comes
+        back inside that window is listed in `too_early`: GitHub says an integration that
+        keeps going while limited may be banned."""
+        with self._lock:
+            self._limits.append(_Limit(method.upper(), re.compile(path_regex),
+                                       retry_after_s, status, primary))
+
+    @property
+    def too_early(self) -> list[Call]:
+        with self._lock:
+            return list(self._too_early)
+
+    def _limited(self, method: str, rel: str, now: float) -> tuple[_Reply | None, bool]:
+        """The rate-limit answer for a request, and whether it came back too early."""
+        for limit in self._limits:
+            if limit.method != method or not limit.pattern.fullmatch(rel) \
+                    or (limit.until is not None and now >= limit.until):
+                continue
+            early = limit.until is not None
+            if limit.until is None:
+                limit.until = now + limit.seconds
+            left = max(1, int(limit.until - now + 0.999))
+            if limit.primary:
+                headers = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0",
+                           "x-ratelimit-reset": str(int(limit.until + 0.999))}
+                text = "API rate limit exceeded for installation."
+            else:
+                headers = {"retry-after": str(left)}
+                text = "You have exceeded a secondary rate limit. Please wait a few minutes."
+            return _Reply(limit.status, _message(text), headers), early
+        return None, False
+
     def delay(self, seconds: float) -> None:
         """Every later call waits this long before it is handled."""
         with self._lock:
@@ -373,11 +450,15 @@ class FakeGitHub:
         except ValueError:
             body = _BAD_JSON
         with self._lock:
-            reply, known = self._answer(method, path, query, body, authorization)
+            limited, early = self._limited(method, path.removeprefix(API_PREFIX), wall)
+            reply, known = ((limited, True) if limited is not None else
+                            self._answer(method, path, query, body, authorization))
             status = reply.status if reply is not None else 0
             call = Call(method, path.removeprefix(API_PREFIX), query,
                         None if body is _BAD_JSON else body, arrived, wall, status, auth_kind)
             self._calls.append(call)
+            if early:
+                self._too_early.append(call)
             if not known:
                 self._unexpected.append(call)
         return reply
@@ -430,6 +511,8 @@ class FakeGitHub:
     # --- routes -------------------------------------------------------------------------
     def _route(self, method: str, parts: list[str], query: dict[str, list[str]], body: Any,
                who: _Who) -> _Reply | None:
+        if parts == ["app"] and method == "GET":
+            return self._app(who)
         if parts[:2] == ["app", "installations"] and len(parts) == 4 \
                 and parts[3] == "access_tokens" and method == "POST":
             return self._mint(parts[2], body, who)
@@ -441,6 +524,19 @@ class FakeGitHub:
             return self._membership(parts[1], parts[3], parts[5], who)
         return None
 
+    def _app(self, who: _Who) -> _Reply:
+        """`GET /app`: the App itself, for its own JWT only."""
+        problem = "A JSON web token could not be decoded" if who.kind != "jwt" \
+            else self._check_jwt(who.raw)
+        if problem:
+            return _Reply(401, _message(problem))
+        return _Reply(200, {"id": self.app_id, "slug": self.app_slug, "node_id": "A_x",
+                            "name": self.app_slug, "owner": self._user_json("acme",
+                                                                           "Organization"),
+                            "permissions": dict(APP_PERMISSIONS),
+                            "events": ["issue_comment", "issues", "pull_request"],
+                            "html_url": f"{self.web_url}/apps/{self.app_slug}"})
+
     def _mint(self, installation: str, body: Any, who: _Who) -> _Reply:
         if who.kind != "jwt":
             return _Reply(401, _message("A JSON web token could not be decoded"))
@@ -449,9 +545,10 @@ class FakeGitHub:
             return _Reply(401, _message(problem))
         if not installation.isdigit() or int(installation) not in self._installations:
             return _Reply(404, _message("Not Found"))
-        asked = (body or {}).get("permissions") or dict(APP_PERMISSIONS)
+        app = self._granted.get(int(installation), APP_PERMISSIONS)
+        asked = (body or {}).get("permissions") or dict(app)
         for name, level in asked.items():
-            granted = APP_PERMISSIONS.get(name)
+            granted = app.get(name)
             if granted is None or _LEVEL.get(level, 99) > _LEVEL[granted]:
                 return _Reply(422, _message("The permissions requested are not granted to "
                                             "this installation."))
@@ -527,22 +624,54 @@ class FakeGitHub:
             out["files"] = [{"filename": f, "status": "modified"} for f in c["files"]]
         return out
 
-    def _r_compare(self, repo: _Repo, rest: list[str], *_: Any) -> _Reply:
+    def _r_compare(self, repo: _Repo, rest: list[str], query: dict[str, list[str]],
+                   *_: Any) -> _Reply:
+        """As GitHub answers: unpaged, at most the newest `COMPARE_UNPAGED` commits (the
+        last one listed is the newest of the whole comparison); with `per_page` or
+        `page`, pages oldest first (30 a page unless asked, at most 100) with Link
+        headers. `total_commits` always counts them all. Commits past
+        `compare_listing_limit` are never listed, as for a comparison GitHub gives up on."""
         commits = repo.compares.get(rest[1])
         if commits is None:
             return _Reply(404, _message("Not Found"))
         status, base_sha = repo.compare_meta.get(rest[1], ("ahead", ""))
+        listed = list(enumerate(commits))[:self.compare_listing_limit]
+        headers: dict[str, str] = {}
+        if "per_page" not in query and "page" not in query:
+            shown = listed[-COMPARE_UNPAGED:]
+        else:
+            per_page = min(max(_int(query, "per_page", 30), 1), 100)
+            page = max(_int(query, "page", 1), 1)
+            shown = listed[(page - 1) * per_page: page * per_page]
+            last = max(1, -(-len(listed) // per_page))
+            if last > 1:
+                headers["Link"] = self._link(f"/repos/{repo.full}/compare/{rest[1]}",
+                                             per_page, page, last)
         return _Reply(200, {"status": status, "total_commits": len(commits),
                             "base_commit": {"sha": base_sha},
                             "commits": [self._commit_json(
                                 repo, c, False, [commits[k - 1]["sha"]] if k else [])
-                                for k, c in enumerate(commits)]})
+                                for k, c in shown]}, headers)
 
-    def _r_commit(self, repo: _Repo, rest: list[str], *_: Any) -> _Reply:
+    def _r_commit(self, repo: _Repo, rest: list[str], query: dict[str, list[str]],
+                  *_: Any) -> _Reply:
+        """A commit with its changed files, `COMMIT_FILES_PAGE` a page (fewer when
+        `per_page` asks) and at most `COMMIT_FILES_MAX` in all, as GitHub lists them."""
         for commits in repo.compares.values():
             for c in commits:
-                if c["sha"] == rest[1]:
-                    return _Reply(200, self._commit_json(repo, c, True))
+                if c["sha"] != rest[1]:
+                    continue
+                files = list(c["files"])[:COMMIT_FILES_MAX]
+                per_page = min(max(_int(query, "per_page", COMMIT_FILES_PAGE), 1),
+                               COMMIT_FILES_PAGE)
+                page = max(_int(query, "page", 1), 1)
+                last = max(1, -(-len(files) // per_page))
+                data = self._commit_json(
+                    repo, {**c, "files": files[(page - 1) * per_page: page * per_page]},
+                    True)
+                headers = {"Link": self._link(f"/repos/{repo.full}/commits/{c['sha']}",
+                                              per_page, page, last)} if last > 1 else {}
+                return _Reply(200, data, headers)
         return _Reply(404, _message("Not Found"))
 
     def _r_repo(self, repo: _Repo, *_: Any) -> _Reply:

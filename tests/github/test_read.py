@@ -32,9 +32,10 @@ def test_read_issue(fake_github: FakeGitHub, client: GitHubClient) -> None:
     assert _paths(fake_github) == [("GET", f"/repos/{REPO}/issues/7"),
                                    ("GET", f"/repos/{REPO}/issues/7/comments")]
     mint = fake_github.calls_to("POST", "/app/installations/1/access_tokens")
+    # The least a thread needs: no members: read (issue 27, item 6).
     assert len(mint) == 1 and mint[0].body == {"permissions": {
         "issues": "write", "pull_requests": "write", "contents": "read",
-        "metadata": "read", "members": "read"}}
+        "metadata": "read"}}
     assert {c.auth for c in fake_github.calls} == {"jwt", "token"}
 
 

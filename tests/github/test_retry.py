@@ -172,7 +172,10 @@ def test_a_key_github_does_not_know_fails_visibly(fake_github: FakeGitHub,
             pytest.raises(GitHubError) as caught:
         client.read_thread(REPO, 1)
     assert caught.value.status == 401 and not caught.value.transient
-    assert [c.status for c in fake_github.calls] == [401, 401]
+    assert "private key" in str(caught.value)
+    # The mint is refused once; nothing is asked of the repository without a token.
+    assert [(c.path, c.status) for c in fake_github.calls] == [
+        ("/app/installations/1/access_tokens", 401)]
 
 
 def test_a_broken_key_is_a_settings_error(fake_github: FakeGitHub) -> None:

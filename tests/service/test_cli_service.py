@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from tests.fakes.github_fixture import REPO
 from tests.fakes.github_server import FakeGitHub
 from triagebot.cli import app
-from triagebot.settings import load_settings
+from triagebot.settings import SettingsError, load_settings
 from triagebot.workers.serve import WorkerError, worker_argv
 
 ISSUE = ("vLLM 0.17.1, H100. MTP k=1 is slower than no speculation with CUDA graphs.\n\n"
@@ -32,7 +32,7 @@ def test_parse_and_plan_read_the_thread_by_url(fake_github: FakeGitHub,
                                                runner: CliRunner) -> None:
     fake_github.add_pat("ghp_cli", "maint")
     fake_github.add_issue(REPO, 42, "GLM-4.5-Air MTP slower under graphs", ISSUE)
-    url = "https://github.com/acme/engine/issues/42"
+    url = f"{fake_github.web_url}/acme/engine/issues/42"
     parsed = runner.invoke(app, ["parse", url, "--json"], env=env_for(fake_github))
     assert parsed.exit_code == 0, parsed.output
     request = json.loads(parsed.stdout)
@@ -47,10 +47,42 @@ def test_parse_and_plan_read_the_thread_by_url(fake_github: FakeGitHub,
 def test_unreadable_thread_is_a_clear_usage_error(fake_github: FakeGitHub,
                                                   runner: CliRunner) -> None:
     fake_github.add_pat("ghp_cli", "maint")
-    result = runner.invoke(app, ["parse", "https://github.com/acme/engine/issues/999"],
-                           env=env_for(fake_github))
+    url = f"{fake_github.web_url}/acme/engine/issues/999"
+    result = runner.invoke(app, ["parse", url], env=env_for(fake_github))
     assert result.exit_code == 2
-    assert "cannot read https://github.com/acme/engine/issues/999" in result.output
+    assert f"cannot read {url}" in result.output
+
+
+@pytest.mark.parametrize("url", [
+    "https://gitlab.com/acme/engine/-/issues/100",
+    "https://gitlab.com/acme/engine/issues/100",
+    "https://example.com/acme/engine/issues/100",
+    "https://example.com/some/page",
+])
+def test_a_thread_url_on_another_host_is_refused_clearly(
+        url: str, runner: CliRunner) -> None:
+    # Issue 27, item 12: gitlab.com's issue 100 read GitHub's issue 100 of the same
+    # name, and example.com said "No such file or directory".
+    result = runner.invoke(app, ["parse", url],
+                           env={"TRIAGEBOT_GITHUB_API_URL": "https://api.github.com"})
+    assert result.exit_code == 2, result.output
+    out = " ".join(result.output.split())
+    assert "github.com" in out and "No such file" not in out
+    assert "not a thread on github.com" in out
+
+
+def test_a_url_on_the_github_host_that_is_no_thread_says_so(runner: CliRunner) -> None:
+    result = runner.invoke(app, ["parse", "https://github.com/acme/engine/wiki"],
+                           env={"TRIAGEBOT_GITHUB_API_URL": "https://api.github.com"})
+    assert result.exit_code == 2
+    assert "issue or pull request URL" in " ".join(result.output.split())
+
+
+def test_enterprise_threads_are_on_the_enterprise_host() -> None:
+    settings = load_settings(github_api_url="https://ghe.example.org/api/v3", _env_file=None)
+    assert settings.github_web_host == "ghe.example.org"
+    cloud = load_settings(github_api_url="https://api.github.com", _env_file=None)
+    assert cloud.github_web_host == "github.com"
 
 
 def test_serve_refuses_to_start_without_a_webhook_secret(runner: CliRunner) -> None:
@@ -58,6 +90,22 @@ def test_serve_refuses_to_start_without_a_webhook_secret(runner: CliRunner) -> N
     assert result.exit_code == 2 and "TRIAGEBOT_WEBHOOK_SECRETS is required" in result.output
     placeholder = runner.invoke(app, ["serve"], env={"TRIAGEBOT_WEBHOOK_SECRETS": "changeme"})
     assert placeholder.exit_code == 2 and "placeholder" in placeholder.output
+
+
+def test_a_settings_error_never_echoes_a_secret(runner: CliRunner) -> None:
+    # Issue 27, item 12: pydantic's message quoted the whole variable, valid secret included.
+    valid = "0123456789abcdef0123456789abcdef01234567"
+    with pytest.raises(SettingsError) as caught:
+        load_settings(webhook_secrets=f"{valid},short", _env_file=None)
+    assert valid not in str(caught.value) and "short" not in str(caught.value)
+    assert "TRIAGEBOT_WEBHOOK_SECRETS" in str(caught.value)
+    result = runner.invoke(app, ["serve"], env={"TRIAGEBOT_WEBHOOK_SECRETS": f"{valid},short"})
+    assert result.exit_code == 2
+    assert valid[:8] not in result.output and "at least 8 characters" in result.output
+    key = "-----BEGIN PRIVATE KEY-----\nMIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEA\n"
+    with pytest.raises(SettingsError) as caught:
+        load_settings(app_private_key=key, app_id="not-a-number", _env_file=None)
+    assert "MIIBVQ" not in str(caught.value) and "TRIAGEBOT_APP_ID" in str(caught.value)
 
 
 def test_worker_queues_are_checked_and_gpu_workers_run_one_job_at_a_time() -> None:

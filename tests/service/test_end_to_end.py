@@ -127,7 +127,8 @@ def test_comment_to_one_report(service: dict[str, Any]) -> None:
     assert body.startswith(f"<!-- triagebot:v1 job={job.id} -->")
     assert "Queued" not in body and "Running" not in body
     assert job.headline and job.headline.split(":")[0] in body
-    assert "triagebot repro https://github.com/acme/engine/issues/42" in body
+    # The command to rerun it names the thread on the GitHub this deployment reads.
+    assert f"triagebot repro {fake.web_url}/acme/engine/issues/42" in body
     # Created once (the acknowledgement), then only edited: progress and the report.
     creates = fake.calls_to("POST", r"/repos/acme/engine/issues/42/comments")
     edits = fake.calls_to("PATCH", rf"/repos/acme/engine/issues/comments/{comments[0].id}")

@@ -141,3 +141,43 @@ def test_each_app_has_its_own_registry(make_settings: Callable[..., Settings],
     key = ("triagebot_deliveries_total", (("event", "star"), ("result", "ignored")))
     assert _samples(http.get(f"{first}/metrics").text)[key] == 1
     assert key not in _samples(http.get(f"{second}/metrics").text)
+
+
+def test_readyz_fails_while_the_triage_worker_cannot_act_as_the_app(
+        url: str, http: httpx.Client, settings: Settings, redis_client: redis.Redis) -> None:
+    # Issue 27, item 3: a triage worker without a usable key still made /readyz pass.
+    store = JobStore(settings, redis_client)
+    for kind in settings.gpu_kinds:
+        store.worker_alive(f"gpu-{kind}@runner-1", ttl_s=60, queues=[f"gpu-{kind}"])
+    problem = "TRIAGEBOT_APP_PRIVATE_KEY_FILE: cannot read /run/secrets/k: No such file"
+    store.worker_alive("triage@broken", ttl_s=60, queues=["triage"], problem=problem)
+    response = http.get(f"{url}/readyz")
+    assert response.status_code == 503
+    body = response.json()
+    assert body["triage"] is False and body["github"] == problem
+    assert body["reason"] == f"the triage worker cannot act as the GitHub App: {problem}"
+    # Another triage worker that GitHub accepts serves the queue.
+    store.worker_alive("triage@fine", ttl_s=60, queues=["triage"])
+    assert http.get(f"{url}/readyz").status_code == 200
+
+
+def test_failed_events_are_counted_and_listed(url: str, http: httpx.Client,
+                                              settings: Settings,
+                                              redis_client: redis.Redis) -> None:
+    from triagebot.jobs.deliveries import DeliveryLog, FailedEvent
+
+    log = DeliveryLog(settings, redis_client)
+    for private in (False, True):
+        log.failed(FailedEvent(delivery=f"d-{private}", event="issue_comment",
+                               action="created", repo="acme/secret" if private else
+                               "acme/engine", private=private, number=7,
+                               reason="GitHubError: no", at=0.0))
+    assert _samples(http.get(f"{url}/metrics").text)[("triagebot_events_failed_total",
+                                                     ())] == 2
+    page = http.get(f"{url}/deliveries/failed.json").json()
+    assert page["total"] == 2
+    assert [(r["delivery"], r["repo"], r["number"]) for r in page["failed"]] == [
+        ("d-True", "(a private repository)", None), ("d-False", "acme/engine", 7)]
+    html = http.get(f"{url}/deliveries/failed").text
+    assert "acme/secret" not in html and "d-True" in html
+    assert log.state("d-True") == "failed"

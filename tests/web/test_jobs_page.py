@@ -151,3 +151,16 @@ def test_private_job_pages_need_the_signed_link(url: str, http: httpx.Client,
     public = make_job(store, trigger="comment-2")
     assert job_url(settings, public) == f"{settings.public_url}/jobs/{public.id}"
     assert http.get(f"{url}/jobs/{public.id}").status_code == 200
+
+
+def test_a_queued_job_not_yet_counted_says_so(url: str, http: httpx.Client,
+                                              store: JobStore) -> None:
+    # Issue 27, item 10: before a runner counted its runs, the page read "runs 0 of 0".
+    plan = Plan(engine="transformers", gpu_kind="h100", question="q", cells=[])
+    record = JobRecord(id=job_id(LINK_KEY, "acme/engine", 42, "comment-9", "repro"),
+                       repo="acme/engine", number=42, trigger="comment-9",
+                       requester="maint", command="repro", plan_hash="p9", gpu_kind="h100",
+                       cells=1)
+    store.create(record, plan, None)
+    html = http.get(f"{url}/jobs/{record.id}").text
+    assert "0 of 0" not in html and "not started yet · 1 cell<" in html

@@ -254,13 +254,22 @@ def test_relevant_events_are_queued_once(name: str, url: str, http: httpx.Client
     assert message["args"] == [expected.model_dump(mode="json")]
 
     key = settings.key("delivery", delivery)
-    assert redis_client.get(key) == b"done"
+    # Queued, not yet handled: the worker marks it done or failed (issue 27, item 3).
+    assert redis_client.get(key) == b"queued"
     assert settings.delivery_ttl_s - 60 < redis_client.ttl(key) <= settings.delivery_ttl_s
 
     again = deliver(http, url, event, payload, delivery=delivery)
     assert again.status_code == 202
     assert again.json() == {"duplicate": True, "delivery": delivery}
-    assert len(queued(redis_client, settings)) == 1
+    # A delivery the worker gave up on is taken again when GitHub redelivers it; one it
+    # handled stays a duplicate.
+    redis_client.set(key, "failed")
+    assert deliver(http, url, event, payload, delivery=delivery).json() == {
+        "queued": True, "delivery": delivery}
+    assert len(queued(redis_client, settings)) == 2
+    redis_client.set(key, "done")
+    assert deliver(http, url, event, payload, delivery=delivery).json()["duplicate"]
+    assert len(queued(redis_client, settings)) == 2
 
 
 def test_a_storm_of_one_delivery_queues_it_once(url: str, settings: Settings,

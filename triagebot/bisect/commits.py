@@ -86,7 +86,11 @@ def commit_window(commits: Sequence[CommitInfo], old: str, new: str, *, base: st
                   direction: Direction = "regress") -> BisectRange:
     """The commit range between two builds: `old` and `new` are the bracket's ends
     (releases or nightlies), `commits` the first-parent chain from the release tag
-    `base` (the old end's tag) to the new end's tag, oldest first."""
+    `base` (the old end's tag) to the new end's tag, oldest first.
+
+    `commits` must be the whole listing (`GitHubClient.compare` refuses to return part
+    of one): where no commit landed before the old end's day, `base` is the last old
+    point, which holds only when none was left out."""
     start, new_day = _day(old), _day(new)
     end = None if new_day is None else new_day + timedelta(days=1)
     before = [c for c in commits if start is not None and _when(c) < start]

@@ -53,8 +53,8 @@ def answer(run: BisectRun) -> str:
         left = len(out.untested) + len(out.skipped)
         why = f" ({run.stopped})" if run.stopped else ""
         text = (f"In progress{why}: {changed} lies in {old} .. {new} "
-                f"({left} point(s) left")
-        return text + f", {steps} step(s) so far)." + _above(run)
+                f"({left} point{'s' if left != 1 else ''} left")
+        return text + f", {steps} step{'s' if steps != 1 else ''} so far)." + _above(run)
     return text + f" ({steps} step{'s' if steps != 1 else ''})." + _above(run)
 
 

@@ -20,6 +20,9 @@ import redis
 
 from triagebot.bisect.search import Step
 from triagebot.bisect.spec import BisectSpec
+from triagebot.frozen import Frozen
+from triagebot.model import Plan
+from triagebot.settings import Settings
 
 if TYPE_CHECKING:
     from triagebot.bisect.runner import BisectRun, CommitPlan
@@ -46,6 +49,47 @@ class RedisSteps:
         pipe.rpush(self.key, step.model_dump_json())
         pipe.expire(self.key, self.ttl_s)
         pipe.execute()
+
+
+class Expected(Frozen):
+    """How long a bisect should take, as its acknowledgement says: the points strictly
+    between its ends at the level it starts at, the steps of a clean search over them,
+    and the most it may spend."""
+
+    level: str
+    between: int
+    steps: int
+    most: int
+
+
+def expected_steps(settings: Settings, spec: BisectSpec, plan: Plan,
+                   timeout_s: float = 10.0) -> Expected | None:
+    """The expected steps of a bisect whose ends are releases or nightlies, from the same
+    package index its runner reads; None where that cannot be told yet (a commit end,
+    whose commits the runner has listed from GitHub, or an index out of reach)."""
+    from triagebot.bisect import envs, ranges, search
+    from triagebot.bisect.endpoints import nightly_span, start_level
+    from triagebot.run.provision import ProvisionError
+
+    try:
+        level, _ = start_level(spec.good, spec.bad, spec.direction)
+        if level == "commit":
+            return None
+        package = envs.package_for(plan.engine, plan.gpu_kind)
+        where = str(settings.bisect_find_links or settings.bisect_index)
+        known = ranges.finals(envs.index_versions(package, where, timeout_s))
+        if level == "release":
+            rng = ranges.release_range(known, spec.good, spec.bad, direction=spec.direction)
+        else:
+            nightly = envs.index_versions(envs.nightly_package_for(package), where, timeout_s,
+                                          wheels_here=True)
+            rng = nightly_span(ranges.nightlies(nightly), known, spec.good, spec.bad,
+                               direction=spec.direction)
+    except (ranges.BisectError, ProvisionError):
+        return None  # the runner says why, on the job's comment
+    return Expected(level=level, between=rng.candidates - 1,
+                    steps=search.clean_steps_bound(rng.candidates),
+                    most=search.step_budget(rng.candidates))
 
 
 def steps_key(store: JobStore, id_: str) -> str:
@@ -161,7 +205,8 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
     options = parse_words(spec.overrides).options
     ask = _ask_commits(runner, id_, stop)
     try:
-        package = envs.package_for(plan.engine, options.gpu)
+        # The kind the job runs on (a fallback from the report's GPU, or the command's).
+        package = envs.package_for(plan.engine, plan.gpu_kind)
         where = str(settings.bisect_find_links or settings.bisect_index)
         known = ranges.finals(envs.index_versions(package, where))
 
@@ -181,7 +226,7 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
         runner.publish(id_)
         return
     rng = start.range
-    words = ["triagebot", "bisect", f"https://github.com/{job.repo}/issues/{job.number}",
+    words = ["triagebot", "bisect", settings.thread_url(job.repo, job.number),
              *job.command.split()[1:]]
     run = BisectRun(package=package, range=rng, question=plan.question,
                     predicate=(f"the repro plan's question ({plan.question.rstrip('.')}); "
@@ -243,15 +288,17 @@ def report_with_candidates(gh: GitHubClient, job: JobRecord, store: JobStore) ->
     tags = deeper.release_tags(run)
     if run.outcome is None or not run.outcome.done or tags is None:
         return None
+    refused = ""
     try:
         items = deeper.CompareReader(gh, job.repo).items(run)
     except GitHubError as exc:
         if exc.transient:
             raise
-        items = None
+        items, refused = None, str(exc)
     ranked = deeper.ranked(run, items, job.repo, request) if items else []
     if not ranked:
-        note = (f"no candidates: {job.repo} has no comparable tags {tags[0]} and {tags[1]}"
+        note = (f"no candidates: {refused}" if refused else
+                f"no candidates: {job.repo} has no comparable tags {tags[0]} and {tags[1]}"
                 if items is None else "no candidates: no commit lies in the final bracket")
         run = run.model_copy(update={"notes": [*run.notes, note]})
     section = render_section(run, ranked)

@@ -57,16 +57,19 @@ def main(
 
 # An issue or PR page: `triagebot repro https://github.com/OWNER/REPO/issues/N` reads the
 # thread through the API (github_api_url in the settings, so GitHub Enterprise works too).
+# Only threads on that GitHub's own host are read: another host's issue 100 is not the
+# issue 100 of the same name here.
 _THREAD_URL = re.compile(
-    r"^https?://[A-Za-z0-9.:-]+/([A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100})/"
+    r"^https?://([A-Za-z0-9.:-]+)/([A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100})/"
     r"(?:issues|pull)/([0-9]{1,9})/?(?:#.*)?$")
+_URL = re.compile(r"^https?://([^/?#]*)", re.I)
 
 
 def read_report(path: str, title: str | None,
                 repo: str | None) -> tuple[bytes, str | None, str | None]:
     """The report's bytes, title and repo from a file, stdin or an issue/PR URL."""
-    match = _THREAD_URL.match(path)
-    if match is None:
+    url = _URL.match(path)
+    if url is None:
         return read_input(path), title, repo
     from triagebot.github.client import GitHubClient
     from triagebot.github.errors import GitHubError
@@ -74,12 +77,24 @@ def read_report(path: str, title: str | None,
 
     try:
         settings = load_settings()
+    except SettingsError as exc:
+        raise fail(EXIT_USAGE, f"cannot read {path}: {exc}") from None
+    host = settings.github_web_host
+    if url[1].lower() != host:
+        raise fail(EXIT_USAGE, f"{path} is not a thread on {host}, the GitHub this triagebot "
+                               f"reads (TRIAGEBOT_GITHUB_API_URL={settings.github_api_url}); "
+                               "give an issue or pull request URL there, or a file")
+    match = _THREAD_URL.match(path)
+    if match is None:
+        raise fail(EXIT_USAGE, f"{path} is not an issue or pull request URL: write "
+                               f"https://{host}/OWNER/REPO/issues/N or .../pull/N")
+    try:
         client = GitHubClient.with_token(settings, settings.github_token.get_secret_value()
                                          if settings.github_token else None)
-        thread = client.read_thread(match[1], int(match[2]))
-    except (GitHubError, SettingsError) as exc:
+        thread = client.read_thread(match[2], int(match[3]))
+    except GitHubError as exc:
         raise fail(EXIT_USAGE, f"cannot read {path}: {exc}") from None
-    return thread.body.encode(), title or thread.title, repo or match[1]
+    return thread.body.encode(), title or thread.title, repo or match[2]
 
 
 def read_input(path: str) -> bytes:

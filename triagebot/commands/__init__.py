@@ -7,11 +7,11 @@ the same line by a command word and its arguments:
     @triagebot help
 
 The mention must stand alone (`x@triagebot`, `@triagebot-dev` and the bot's own login
-`@triagebot[bot]` are not mentions) and be followed by whitespace, optionally after a
-colon. A mention without a command word is people talking about the bot, and so is an
-unknown word after a mention in mid-sentence ("thanks @triagebot for this"); an unknown
-word after a mention that opens its line (after list or heading markers) is an error that
-lists the commands.
+`@triagebot[bot]` are not mentions), open its line (after indentation, list or heading
+markers only) and be followed by whitespace, optionally after a colon. Anything else is
+people talking about the bot: "thanks @triagebot for this", and just as much "No need to
+@triagebot cancel", which must not cancel anything. An unknown word after a mention that
+opens its line is an error that lists the commands.
 
 Each command lives in its own module and is listed once in `COMMANDS`; the help text is
 built from that table. Nothing here raises on any input: what cannot be read is ignored,
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Sequence
 from functools import lru_cache
 
 from triagebot.commands import bisect as bisect_command
@@ -110,6 +111,8 @@ class _Body:
 def _read(body: _Body, at: int, after: int) -> Command | CommandError | None:
     """The command of the mention at `at..after`, or None when it is not one."""
     text = body.text
+    if not body.opens_line(at):
+        return None  # a mention in mid-sentence is talk about the bot, never a command
     _, line_end = body.lines[body.line_of(at)]
     pos = after + 1 if text.startswith(":", after) else after
     head = _HEAD.match(text, pos, line_end)
@@ -118,8 +121,6 @@ def _read(body: _Body, at: int, after: int) -> Command | CommandError | None:
     word_at = body.position(head.start(1))
     spec = _lookup(head.group(1))
     if spec is None:
-        if not body.opens_line(at):
-            return None
         return CommandError(
             name=None, position=word_at,
             message=f"unknown command {head.group(1)!r}; the commands are "
@@ -195,11 +196,18 @@ def _stripped_lines(body: str) -> list[str]:
     return [text[start:end].strip() for start, end in line_spans(text)]
 
 
-def help_text(bot: str = "triagebot") -> str:
-    """The reply to `help`, in markdown, built from the registry and the options' keys."""
+def help_text(bot: str = "triagebot", *, gpu_kinds: Sequence[str] = (),
+              default_gpu: str | None = None) -> str:
+    """The reply to `help`, in markdown, built from the registry and the options' keys;
+    `gpu` lists the runner kinds this deployment serves, where they are given."""
     mention = f"@{bot.removeprefix('@').removesuffix('[bot]')}"
     rows = [f"| `{_usage(mention, spec)}` | {spec.summary} |" for spec in COMMANDS.values()]
-    keys = [f"| `{key}` | {repro.KEY_HELP.get(key, '')} |" for key in KEYS]
+    key_help = dict(repro.KEY_HELP)
+    if gpu_kinds:
+        kinds = ", ".join(f"`{kind}`" for kind in gpu_kinds)
+        default = f" (default `{default_gpu}`)" if default_gpu else ""
+        key_help["gpu"] = f"runner kind to run on; here: {kinds}{default}"
+    keys = [f"| `{key}` | {key_help.get(key, '')} |" for key in KEYS]
     return "\n".join([
         f"**{mention} commands.** Write one at the start of a line, outside code, quotes "
         f"and links; at most {MAX_COMMANDS} per comment.",

@@ -1,4 +1,4 @@
-"""`@triagebot bisect good=V bad=V [regress=success] [key=value ...]`.
+"""`@triagebot bisect [good=V] [bad=V] [regress=success] [key=value ...]`.
 
 V is a release (`0.17.0`), a nightly (`0.22.2.dev20260611`) or a commit SHA. good and bad
 may be left out where the report states a working and a broken version; the plan then
@@ -116,9 +116,10 @@ def parse(words: Sequence[Word]) -> Parsed:
 
 SPEC = CommandSpec(
     name="bisect",
-    usage="good=V bad=V [regress=success] [key=value ...]",
+    usage="[good=V] [bad=V] [regress=success] [key=value ...]",
     summary="Find the first release, nightly or commit where the report's behaviour "
-            "changed (good=/bad= may be any of the three), "
-            "one repro per step, and post the range, the steps and ranked candidates.",
+            "changed (good=/bad= may be any of the three; left out, they come from the "
+            "versions the report names), one repro per step, and post the range, the "
+            "steps and ranked candidates.",
     parse=parse,
 )

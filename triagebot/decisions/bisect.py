@@ -49,9 +49,12 @@ def decide(command: Command, facts: Facts) -> list[Action]:
     out: list[Action] = []
     for action in actions:
         if isinstance(action, StartJob):
-            record = action.record.model_copy(update={"bisect": spec.model_dump_json()})
+            # Every step runs on the job's own kind, also where it fell back from the
+            # report's GPU to this deployment's default.
+            pinned = spec if args.options.gpu else spec.model_copy(update={
+                "overrides": [*spec.overrides, f"gpu={action.plan.gpu_kind}"]})
+            record = action.record.model_copy(update={"bisect": pinned.model_dump_json()})
             action = StartJob(record, action.plan, action.request,
-                              (*notes, f"bisects {good} (good) .. {bad} (bad); each step is "
-                                       "this plan at one point"))
+                              (*notes, *action.notes))
         out.append(action)
     return out

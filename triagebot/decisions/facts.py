@@ -28,3 +28,10 @@ class Facts:
     gpu_seconds_used: float
     # The key job ids are made with (`triagebot.jobs.record.job_id`).
     id_key: bytes
+    # The kind a job runs on when the command names none and the report's (or the repo
+    # config's) is not served here; "" means the first of `gpu_kinds`.
+    default_gpu: str = ""
+
+    @property
+    def fallback_gpu(self) -> str:
+        return self.default_gpu or self.gpu_kinds[0]

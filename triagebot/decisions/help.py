@@ -8,4 +8,5 @@ from triagebot.decisions.facts import Facts
 
 
 def decide(command: Command, facts: Facts) -> list[Action]:
-    return [Reply(help_text(facts.command_name))]
+    return [Reply(help_text(facts.command_name, gpu_kinds=facts.gpu_kinds,
+                            default_gpu=facts.fallback_gpu))]

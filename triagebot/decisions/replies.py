@@ -37,34 +37,86 @@ def duration(seconds: float | None) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def count(n: int, word: str, plural: str | None = None) -> str:
+    """ "1 job", "2 jobs" """
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def prose(text: str, limit: int = 500) -> str:
+    """Our own sentence, whose `code` shows as code, holding user text that must not:
+    each backtick pair becomes a code span (where nothing is markup or a mention) and
+    everything between them goes through `inline`. A lone backtick is plain text."""
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: the last one opens nothing
+        parts[-2:] = [parts[-2] + "`" + parts[-1]]
+    return "".join(code_span(part, limit) if k % 2 else _spaced(part, limit)
+                   for k, part in enumerate(parts))
+
+
+def _spaced(text: str, limit: int) -> str:
+    """`inline`, keeping the space at either end that separates it from code."""
+    lead = " " if text[:1].isspace() else ""
+    tail = " " if text[-1:].isspace() and text.strip() else ""
+    return lead + inline(text, limit) + tail
+
+
 def _job_line(job: JobRecord, url: str) -> str:
     return f"Job [`{job.id}`]({url}) · requested by @{job.requester} · {code_span(job.command)}"
 
 
 def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float, url: str,
-                    notes: Sequence[str] = (), *, runner_live: bool = True) -> str:
+                    notes: Sequence[str] = (), *, runner_live: bool = True,
+                    headline: str | None = None, gpu_seconds: float | None = None) -> str:
+    """The job comment's first words: what was queued (`headline`, a repro's by default),
+    where it stands in the queue, and when it should end (after `gpu_seconds`, the plan's
+    estimate by default)."""
+    total_s = plan.estimated_seconds if gpu_seconds is None else gpu_seconds
     if not runner_live:
         # No promise of a start time when nothing would pick the job up.
-        ahead = f" ({queued_ahead} job(s) ahead of it)" if queued_ahead else ""
+        ahead = f" ({count(queued_ahead, 'job')} ahead of it)" if queued_ahead else ""
         when = (f"No `{plan.gpu_kind}` runner is online right now, so it waits until one "
                 f"is{ahead}.")
     else:
         start = "it should start right away" if queued_ahead == 0 and wait_s <= 0 else (
-            f"{queued_ahead} job(s) ahead of it; it should start within about "
+            f"{count(queued_ahead, 'job')} ahead of it; it should start within about "
             f"{duration(wait_s)}")
         when = (f"On the `{plan.gpu_kind}` queue {start}, and end about "
-                f"{duration(wait_s + plan.estimated_seconds)} from now.")
+                f"{duration(wait_s + total_s)} from now.")
     lines = [
-        f"⏳ **Queued** a reproduction: {len(plan.cells)} cells on `{plan.engine}` "
-        f"{inline(plan.engine_version or 'latest')}, GPU `{plan.gpu_kind}`, "
-        f"about {duration(plan.estimated_seconds)} of GPU time.",
+        headline or (
+            f"⏳ **Queued** a reproduction: {count(len(plan.cells), 'cell')} on "
+            f"`{plan.engine}` {inline(plan.engine_version or 'latest')}, GPU "
+            f"`{plan.gpu_kind}`, about {duration(plan.estimated_seconds)} of GPU time."),
         "",
         _job_line(job, url),
         "",
         f"{when} This comment is edited as the job runs and ends as the report.",
     ]
-    lines += [f"- {inline(note)}" for note in notes]
+    lines += [f"- {prose(note)}" for note in notes]
     return "\n".join(lines)
+
+
+def bisect_headline(good: str, bad: str, plan: Plan, between: int | None,
+                    steps: int | None, most: int | None, level: str = "release") -> str:
+    """What a bisect job was queued to do: its range, the steps expected (`steps` for a
+    clean search, up to `most` where points cannot be judged) and their GPU time."""
+    step = (f"each step one repro of {count(len(plan.cells), 'cell')} on `{plan.engine}` "
+            f"at that point, GPU `{plan.gpu_kind}`, about {duration(plan.estimated_seconds)}")
+    head = (f"⏳ **Queued** a bisect of `{plan.engine}` from {inline(good)} (good) to "
+            f"{inline(bad)} (bad)")
+    if steps is None or between is None or most is None:
+        return (f"{head}: {step}. How many steps it takes is known once the "
+                f"{'nightlies' if level == 'nightly' else level + 's'} between them are "
+                "listed.")
+    more = (" Below the two releases it ends on, the nightlies and then the commits "
+            "between them add steps of their own." if level == "release" else "")
+    points = count(between, level, "nightlies" if level == "nightly" else None)
+    return (f"{head}: {points} between them, so about "
+            f"{count(steps, 'step')} (up to {most} if some cannot be judged), {step}: "
+            f"about {duration(steps * plan.estimated_seconds)} of GPU time in all.{more}")
 
 
 def progress(job: JobRecord, url: str) -> str:
@@ -100,7 +152,7 @@ def refusal(command_name: str) -> str:
 
 
 def config_error(problems: Sequence[str]) -> str:
-    items = "\n".join(f"- {inline(p, 400)}" for p in problems[:20])
+    items = "\n".join(f"- {prose(p, 400)}" for p in problems[:20])
     return ("`.github/triagebot.toml` in this repository is not valid, so nothing was run:"
             f"\n\n{items}")
 
@@ -116,7 +168,7 @@ def gave_up(reason: str) -> str:
 
 
 def command_errors(messages: Sequence[str]) -> str:
-    return "\n".join(f"- {inline(m, 800)}" for m in messages)
+    return "\n".join(f"- {prose(m, 800)}" for m in messages)
 
 
 def busy(other: JobRecord, url: str) -> str:
@@ -125,7 +177,7 @@ def busy(other: JobRecord, url: str) -> str:
 
 
 def plan_refused(message: str) -> str:
-    return f"This report cannot be planned as asked: {inline(message, 1500)}"
+    return f"This report cannot be planned as asked: {prose(message, 1500)}"
 
 
 def status(jobs: Sequence[JobRecord], url_for: Mapping[str, str]) -> str:
@@ -140,11 +192,8 @@ def status(jobs: Sequence[JobRecord], url_for: Mapping[str, str]) -> str:
     return "\n".join(rows)
 
 
-def cancelled_jobs(jobs: Sequence[JobRecord]) -> str:
-    if not jobs:
-        return "There is no queued or running job on this thread to cancel."
-    ids = ", ".join(f"`{j.id}`" for j in jobs)
-    return f"Cancelling {ids}."
+def nothing_to_cancel() -> str:
+    return "There is no queued or running job on this thread to cancel."
 
 
 def reply(login: str, sections: Sequence[str]) -> str:

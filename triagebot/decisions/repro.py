@@ -37,8 +37,17 @@ def start(facts: Facts, trigger: str, command: str, options: ReproOptions) -> li
     assert thread is not None, "the executor reads the thread before a repro is decided"
     merged = merge_options(config.default_options(), options)
     request = parse_report(thread.body.encode(), title=thread.title, repo=event.repo)
+    notes = []
     try:
         plan = build_plan(request, merged, budget=config.budget(), policy=config.policy())
+        if plan.gpu_kind not in facts.gpu_kinds and options.gpu is None:
+            # Only a kind the command names is refused; the report's (or the repo
+            # config's) falls back to a runner this deployment has, and says so.
+            notes.append(_other_kind_note(plan.gpu_kind, facts, from_config=bool(merged.gpu),
+                                          reported=request.gpu))
+            merged = merged.model_copy(update={"gpu": facts.fallback_gpu})
+            plan = build_plan(request, merged, budget=config.budget(),
+                              policy=config.policy())
     except PlanRejected as exc:
         return [Reply(words.plan_refused(str(exc)))]
     refused = rules.models_not_allowed(plan, config)
@@ -49,14 +58,13 @@ def start(facts: Facts, trigger: str, command: str, options: ReproOptions) -> li
     if plan.gpu_kind not in facts.gpu_kinds:
         return [Reply(words.plan_refused(
             f"no runner here serves GPU kind {plan.gpu_kind!r}; available: "
-            f"{', '.join(facts.gpu_kinds)} (choose one with gpu=)"))]
+            f"{', '.join(facts.gpu_kinds)} (choose one with `gpu=`)"))]
     allowed = config.budget_section.gpu_minutes_per_day * 60
     if facts.gpu_seconds_used + plan.estimated_seconds > allowed:
         return [Reply(words.plan_refused(
             f"today's GPU budget for this repository is {allowed / 60:.0f} min; "
             f"{facts.gpu_seconds_used / 60:.0f} min are used and this plan needs about "
             f"{plan.estimated_seconds / 60:.0f} min"))]
-    notes = []
     if thread.is_pr and merged.version is None:
         notes.append("PR head commits have no prebuilt wheel; this runs "
                      f"{plan.engine} {plan.engine_version or 'latest'}. Name other "
@@ -69,3 +77,17 @@ def start(facts: Facts, trigger: str, command: str, options: ReproOptions) -> li
         gpu_kind=plan.gpu_kind, cells=len(plan.cells), estimated_s=plan.estimated_seconds,
         margin=config.margin(), negligible=config.negligible())
     return [StartJob(record, plan, request, tuple(notes))]
+
+
+def _other_kind_note(kind: str, facts: Facts, *, from_config: bool,
+                     reported: str | None) -> str:
+    chosen = facts.fallback_gpu
+    if from_config:
+        whose = f"the repo config's `[defaults] gpu = {kind}`"
+    elif reported:
+        whose = f"the reporter's {reported} (`{kind}`)"
+    else:
+        whose = f"`{kind}`"
+    return (f"No runner here serves {whose}, so this runs on `{chosen}`, this deployment's "
+            f"default runner: its numbers can differ from the reporter's. Ask for another "
+            f"kind with `gpu=` (available: {', '.join(facts.gpu_kinds)}).")

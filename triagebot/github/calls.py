@@ -21,7 +21,8 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from contextlib import AbstractContextManager
+from typing import Any, Protocol, TypeVar
 
 from github import Github
 from pydantic import Field
@@ -49,12 +50,22 @@ class RetryPolicy(Frozen):
     timeout_s: int = Field(default=15, ge=1)
 
 
+class WriteTurns(Protocol):
+    """Who may write for an installation now: one request at a time, spaced, shared by
+    every process that acts for it (GitHub asks for serial requests per installation)."""
+
+    def turn(self) -> AbstractContextManager[None]: ...
+
+
 class Connector(Protocol):
-    """Builds the PyGithub client; `refreshable` connectors can mint a new token."""
+    """Builds the PyGithub client; `refreshable` connectors can mint a new token, and
+    `stale` says when the one they hold is about to expire."""
 
     refreshable: bool
 
     def connect(self) -> Github: ...
+
+    def stale(self) -> bool: ...
 
     def close(self) -> None: ...
 
@@ -85,13 +96,16 @@ class Calls:
     """Runs functions of a PyGithub `Github` with the retry rules above."""
 
     def __init__(self, connector: Connector, *, policy: RetryPolicy, max_wait_s: float,
-                 sleep: Callable[[float], None], rng: random.Random | None = None) -> None:
+                 sleep: Callable[[float], None], rng: random.Random | None = None,
+                 turns: WriteTurns | None = None) -> None:
         self._connector = connector
+        self._turns = turns
         self._policy = policy
         self._max_wait_s = max_wait_s
         self._sleep = sleep
         self._rng = rng or random.Random()
-        self._gh = connector.connect()
+        # Connected on first use: minting a token is a call like any other.
+        self._gh: Github | None = None
 
     @property
     def policy(self) -> RetryPolicy:
@@ -101,15 +115,28 @@ class Calls:
         return Backoff(self._policy, self._rng)
 
     def close(self) -> None:
-        self._gh.close()
+        if self._gh is not None:
+            self._gh.close()
         self._connector.close()
 
-    def once(self, what: str, fn: Callable[[Github], T]) -> T:
-        """One attempt (two after a 401 answered to an expired or revoked token)."""
+    def once(self, what: str, fn: Callable[[Github], T], *, write: bool = False) -> T:
+        """One attempt (two after a 401 answered to an expired or revoked token). A
+        `write` waits for the installation's write turn, when there are turns to take.
+
+        A token GitHub will not mint raises a GitHubError marked `token`, whose status is
+        the mint's answer: it says nothing about the resource `fn` would have asked for.
+        """
         refreshed = False
         while True:
+            if self._gh is None or self._connector.stale():
+                self._reconnect()
+            gh = self._gh
+            assert gh is not None
             try:
-                return fn(self._gh)
+                if write and self._turns is not None:
+                    with self._turns.turn():
+                        return fn(gh)
+                return fn(gh)
             except Exception as exc:
                 err = classify(exc, what, time.time(), self._policy.reset_margin_s)
                 if err is None:
@@ -121,18 +148,31 @@ class Calls:
                     continue
                 raise err from exc
 
-    def retried(self, what: str, fn: Callable[[Github], T]) -> T:
+    def retried(self, what: str, fn: Callable[[Github], T], *, write: bool = False) -> T:
         """`fn` retried on transient failures; only for calls that are safe to repeat."""
         backoff = self.backoff()
         while True:
             try:
-                return self.once(what, fn)
+                return self.once(what, fn, write=write)
             except GitHubError as err:
                 if not err.transient:
                     raise
                 if backoff.failures + 1 >= self._policy.attempts:
                     raise give_up(err, backoff.failures + 1) from err
                 self.pause(err, backoff)
+
+    def get_json(self, what: str, path: str,
+                 parameters: dict[str, Any] | None = None) -> Any:
+        """The JSON of a GET below the API's base URL (retried), or None when GitHub
+        answers that it does not exist; a token it would not mint is an error, not that."""
+        try:
+            _, data = self.retried(
+                what, lambda gh: gh.requester.requestJsonAndCheck("GET", path, parameters))
+        except GitHubError as err:
+            if err.not_found:
+                return None
+            raise
+        return data
 
     def pause(self, err: GitHubError, backoff: Backoff) -> None:
         """Sleep before the next attempt, or raise when GitHub wants a wait above the cap."""
@@ -141,17 +181,19 @@ class Calls:
             raise GitHubError(f"{err}; it asks for a wait of {wait:.0f} s, above "
                               f"max_rate_limit_wait_s={self._max_wait_s:.0f}",
                               status=err.status, transient=True, retry_after_s=wait,
-                              rate_limited=True) from err
+                              rate_limited=True, token=err.token) from err
         _log.warning("%s; retrying in %.1f s", err, wait)
         self._sleep(wait)
 
     def _reconnect(self) -> None:
-        old, self._gh = self._gh, self._connector.connect()
-        old.close()
+        old, self._gh = self._gh, None
+        if old is not None:
+            old.close()
+        self._gh = self._connector.connect()
 
 
 def give_up(err: GitHubError, attempts: int) -> GitHubError:
     """The error raised once the attempts are spent: still transient, for a later retry."""
     return GitHubError(f"{err} (gave up after {attempts} attempts)", status=err.status,
                        transient=True, retry_after_s=err.retry_after_s,
-                       rate_limited=err.rate_limited)
+                       rate_limited=err.rate_limited, token=err.token)

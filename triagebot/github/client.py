@@ -17,8 +17,10 @@ from github.ContentFile import ContentFile
 from pydantic import BaseModel, ConfigDict
 
 from triagebot.github import comments, thread
-from triagebot.github.auth import InstallationConnector, TokenConnector
-from triagebot.github.calls import Calls, Connector, RetryPolicy
+from triagebot.github.auth import TEAM_PERMISSIONS, InstallationConnector, TokenConnector
+from triagebot.github.calls import Calls, Connector, RetryPolicy, WriteTurns
+from triagebot.github.compare import commit_files as read_commit_files
+from triagebot.github.compare import compare as read_compare
 from triagebot.github.errors import GitHubError
 from triagebot.github.models import Thread
 from triagebot.settings import Settings
@@ -48,19 +50,36 @@ class _Membership(BaseModel):
 class GitHubClient:
     def __init__(self, settings: Settings, connector: Connector, *,
                  sleep: Callable[[float], None] = time.sleep,
-                 policy: RetryPolicy | None = None) -> None:
+                 policy: RetryPolicy | None = None,
+                 team_connector: Connector | None = None,
+                 turns: WriteTurns | None = None) -> None:
         self._settings = settings
-        self._calls = Calls(connector, policy=policy or RetryPolicy(),
-                            max_wait_s=settings.max_rate_limit_wait_s, sleep=sleep)
+        self._policy = policy or RetryPolicy()
+        self._sleep = sleep
+        self._turns = turns
+        self._calls = self._calls_for(connector)
+        # Team checks need a token with members: read; asked for only when one is made.
+        self._team_connector = team_connector
+        self._team_calls: Calls | None = None
+
+    def _calls_for(self, connector: Connector) -> Calls:
+        return Calls(connector, policy=self._policy,
+                     max_wait_s=self._settings.max_rate_limit_wait_s, sleep=self._sleep,
+                     turns=self._turns)
 
     @classmethod
     def for_installation(cls, settings: Settings, installation_id: int,
                          sleep: Callable[[float], None] = time.sleep, *,
-                         policy: RetryPolicy | None = None) -> GitHubClient:
-        """Acting as the App's installation; the token is minted and refreshed as needed."""
+                         policy: RetryPolicy | None = None,
+                         turns: WriteTurns | None = None) -> GitHubClient:
+        """Acting as the App's installation; the token is minted and refreshed as needed,
+        with `members: read` only for team checks. With `turns`, every write waits for
+        the installation's turn (the service shares them across processes)."""
         policy = policy or RetryPolicy()
         return cls(settings, InstallationConnector(settings, installation_id, policy),
-                   sleep=sleep, policy=policy)
+                   sleep=sleep, policy=policy,
+                   team_connector=InstallationConnector(settings, installation_id, policy,
+                                                        TEAM_PERMISSIONS), turns=turns)
 
     @classmethod
     def with_token(cls, settings: Settings, token: str | None,
@@ -73,6 +92,10 @@ class GitHubClient:
 
     def close(self) -> None:
         self._calls.close()
+        if self._team_calls is not None:
+            self._team_calls.close()
+        elif self._team_connector is not None:
+            self._team_connector.close()
 
     def __enter__(self) -> GitHubClient:
         return self
@@ -91,7 +114,7 @@ class GitHubClient:
         of these (it tells maintain from write); a custom role falls back to `permission`."""
         path = (f"/repos/{_repo(repo)}/collaborators/"
                 f"{urllib.parse.quote(_login(login), safe='')}/permission")
-        data = self._get_json(f"permission of {login} on {repo}", path)
+        data = self._calls.get_json(f"permission of {login} on {repo}", path)
         if data is None:
             return "none"
         answer = _Permission.model_validate(data)
@@ -103,17 +126,21 @@ class GitHubClient:
         """Whether `login` is an active member of the team `org/team`."""
         path = (f"/orgs/{_slug(org)}/teams/{_slug(team)}/memberships/"
                 f"{urllib.parse.quote(_login(login), safe='')}")
-        data = self._get_json(f"membership of {login} in {org}/{team}", path)
+        if self._team_calls is None and self._team_connector is not None:
+            self._team_calls = self._calls_for(self._team_connector)
+        calls = self._team_calls or self._calls
+        data = calls.get_json(f"membership of {login} in {org}/{team}", path)
         return data is not None and _Membership.model_validate(data).state == "active"
 
     def file_text(self, repo: str, path: str, max_bytes: int = 65536) -> str | None:
         """A UTF-8 file from the default branch; None when it does not exist."""
         what = f"read {path} in {repo}"
+        name, where = _repo(repo), _path(path)
         try:
             found = self._calls.retried(
-                what, lambda gh: gh.get_repo(_repo(repo)).get_contents(_path(path)))
+                what, lambda gh: gh.get_repo(name).get_contents(where))
         except GitHubError as err:
-            if err.status == 404:
+            if err.not_found:
                 return None
             raise
         if not isinstance(found, ContentFile) or found.type != "file":
@@ -141,34 +168,14 @@ class GitHubClient:
     def compare(self, repo: str, base: str, head: str, *, with_files: int = 40
                 ) -> tuple[str, str, list[dict[str, Any]]] | None:
         """`compare_commits` with GitHub's status of head against base ("ahead",
-        "behind", "identical", "diverged") and base's full SHA."""
-        ref = re.compile(r"^[A-Za-z0-9._/-]{1,100}$")
-        if not (ref.fullmatch(base) and ref.fullmatch(head)) or ".." in base + head:
-            raise ValueError(f"{base!r}...{head!r} are not refs")
-        data = self._get_json(f"compare {base}...{head} in {repo}",
-                              f"/repos/{_repo(repo)}/compare/{base}...{head}")
-        if data is None:
-            return None
-        out: list[dict[str, Any]] = []
-        for c in data.get("commits", []):
-            message = str(c.get("commit", {}).get("message", ""))
-            committer = c.get("commit", {}).get("committer") or {}
-            out.append({"sha": str(c.get("sha", "")), "title": message.split("\n")[0][:200],
-                        "url": str(c.get("html_url", "")), "files": [],
-                        "date": str(committer.get("date") or ""),
-                        "parents": [str(p.get("sha", "")) for p in c.get("parents") or []]})
-        for item in out[-with_files:] if with_files else []:
-            if re.fullmatch(r"[0-9a-f]{7,40}", item["sha"]):
-                item["files"] = self.commit_files(repo, item["sha"])
-        base_sha = str((data.get("base_commit") or {}).get("sha") or "")
-        return str(data.get("status") or ""), base_sha, out
+        "behind", "identical", "diverged") and base's full SHA. Read whole or refused:
+        see `triagebot.github.compare`."""
+        return read_compare(self._calls, _repo(repo), base, head, with_files=with_files)
 
     def commit_files(self, repo: str, sha: str) -> list[str]:
-        """The paths a commit changed (empty where the commit is unknown)."""
-        if not re.fullmatch(r"[0-9a-f]{7,40}", sha):
-            raise ValueError(f"{sha[:50]!r} is not a commit SHA")
-        one = self._get_json(f"commit {sha[:10]} in {repo}", f"/repos/{_repo(repo)}/commits/{sha}")
-        return [str(f.get("filename", "")) for f in (one or {}).get("files", [])]
+        """The paths a commit changed, from every page of its file list (GitHub lists at
+        most 3,000); empty where the commit is unknown."""
+        return read_commit_files(self._calls, _repo(repo), sha)
 
     def find_marked(self, repo: str, number: int, key: str) -> int | None:
         """The id of our comment carrying marker(key); others' comments never count."""
@@ -194,7 +201,7 @@ class GitHubClient:
         path = f"/repos/{_repo(repo)}/issues/comments/{_number(comment_id)}/reactions"
         self._calls.retried(f"react {content} to comment {comment_id} in {repo}",
                             lambda gh: gh.requester.requestJsonAndCheck(
-                                "POST", path, input={"content": content}))
+                                "POST", path, input={"content": content}), write=True)
 
     def add_labels(self, repo: str, number: int, labels: list[str]) -> None:
         """Add labels (created by GitHub if the repo lacks them); existing ones stay."""
@@ -204,21 +211,12 @@ class GitHubClient:
                                  "without commas")
         if not labels:
             return
+        name, issue = _repo(repo), _number(number)
         self._calls.retried(f"label {repo}#{number}",
-                            lambda gh: gh.get_repo(_repo(repo)).get_issue(_number(number))
-                            .add_to_labels(*labels))
+                            lambda gh: gh.get_repo(name).get_issue(issue)
+                            .add_to_labels(*labels), write=True)
 
     # --- helpers ------------------------------------------------------------------------
-    def _get_json(self, what: str, path: str) -> Any:
-        """The JSON of a GET, or None on 404."""
-        try:
-            _, data = self._calls.retried(
-                what, lambda gh: gh.requester.requestJsonAndCheck("GET", path))
-        except GitHubError as err:
-            if err.status == 404:
-                return None
-            raise
-        return data
 
 
 def _repo(repo: str) -> str:

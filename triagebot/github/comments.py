@@ -41,7 +41,7 @@ def upsert_comment(calls: Calls, repo: str, number: int, key: str, body: str,
             edit_comment(calls, repo, number, comment_id, text)
             return comment_id
         except GitHubError as err:
-            if err.status != 404:
+            if not err.not_found:
                 raise
             _log.info("%s: comment %d is gone; looking for the marker", where, comment_id)
     existing = find_marked(calls, repo, number, key, bot_login)
@@ -55,7 +55,7 @@ def upsert_comment(calls: Calls, repo: str, number: int, key: str, body: str,
 def edit_comment(calls: Calls, repo: str, number: int, comment_id: int, text: str) -> None:
     calls.retried(f"edit comment {comment_id} on {repo}#{number}",
                   lambda gh: gh.get_repo(repo).get_issue(number).get_comment(comment_id)
-                  .edit(text))
+                  .edit(text), write=True)
 
 
 def _create(calls: Calls, repo: str, number: int, key: str, text: str,
@@ -69,7 +69,7 @@ def _create(calls: Calls, repo: str, number: int, key: str, text: str,
         attempt += 1
         try:
             return calls.once(what, lambda gh: gh.get_repo(repo).get_issue(number)
-                              .create_comment(text).id)
+                              .create_comment(text).id, write=True)
         except GitHubError as err:
             if not err.transient:
                 raise

@@ -22,16 +22,24 @@ class GitHubError(Exception):
     `transient`: worth retrying later (5xx, connection errors, rate limits longer than we are
     willing to wait); the others need a person or a code change. `retry_after_s` is the wait
     GitHub asked for, when it said. `rate_limited` marks 403/429 rate-limit answers, which
-    GitHub refused before doing anything.
+    GitHub refused before doing anything. `token` marks a failure to mint the installation
+    token the call needed: its status is the mint's, and says nothing of the resource.
     """
 
     def __init__(self, message: str, *, status: int | None = None, transient: bool = False,
-                 retry_after_s: float | None = None, rate_limited: bool = False) -> None:
+                 retry_after_s: float | None = None, rate_limited: bool = False,
+                 token: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.transient = transient
         self.retry_after_s = retry_after_s
         self.rate_limited = rate_limited
+        self.token = token
+
+    @property
+    def not_found(self) -> bool:
+        """GitHub answered that the resource does not exist (not that it gave no token)."""
+        return self.status == 404 and not self.token
 
     @property
     def ambiguous(self) -> bool:

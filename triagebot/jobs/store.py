@@ -15,11 +15,31 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
-from triagebot.jobs.store_records import _beat, connect, connect_async, text_of, utc_day
+from triagebot.jobs.store_records import connect, connect_async, text_of, utc_day
 from triagebot.jobs.store_runs import _RunStore
 
-__all__ = ["CELL_BUCKETS", "JobStore", "connect", "connect_async", "text_of", "utc_day"]
+__all__ = ["CELL_BUCKETS", "Beat", "JobStore", "connect", "connect_async", "text_of", "utc_day"]
+
+class Beat(NamedTuple):
+    """A worker's last heartbeat: how old, the queues it consumes, what stops it."""
+
+    age: float
+    queues: list[str]
+    problem: str | None = None
+
+
+def _read_beat(raw: Any, now: float) -> Beat | None:
+    """A heartbeat as stored; None for a missing or unreadable one."""
+    try:
+        beat = json.loads(raw)
+        problem = beat.get("problem")
+        return Beat(max(0.0, now - float(beat["at"])), [str(q) for q in beat["queues"]],
+                    str(problem) if problem else None)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
 
 # Buckets of the cell-duration histogram, in seconds.
 CELL_BUCKETS: tuple[float, ...] = (5, 15, 30, 60, 120, 300, 600, 1200, 2400, 3600)
@@ -41,29 +61,32 @@ class JobStore(_RunStore):
         return float(raw) if raw is not None else 0.0
 
     # --- what /metrics and /readyz read ------------------------------------------------------
-    def worker_alive(self, name: str, ttl_s: int, queues: Sequence[str] = ()) -> None:
-        """A worker's heartbeat, with the queues it consumes (so readiness is per kind)."""
-        value = json.dumps({"at": time.time(), "queues": list(queues)})
+    def worker_alive(self, name: str, ttl_s: int, queues: Sequence[str] = (),
+                     problem: str | None = None) -> None:
+        """A worker's heartbeat, with the queues it consumes (so readiness is per kind)
+        and what keeps it from doing its work, if anything (a triage worker that cannot
+        act as the GitHub App)."""
+        value = json.dumps({"at": time.time(), "queues": list(queues), "problem": problem})
         self.redis.set(self._k("worker", name), value, ex=ttl_s)
 
-    def worker_beats(self) -> dict[str, tuple[float, list[str]]]:
-        """Live workers: the age of their last heartbeat in seconds, and their queues."""
+    def worker_beats(self) -> dict[str, Beat]:
+        """Live workers: the age of their last heartbeat, their queues and problem."""
         now = time.time()
-        out: dict[str, tuple[float, list[str]]] = {}
+        out: dict[str, Beat] = {}
         for key in self.redis.scan_iter(match=self._k("worker", "*"), count=200):
-            beat = _beat(self.redis.get(key))
+            beat = _read_beat(self.redis.get(key), now)
             if beat is not None:
-                out[text_of(key).rsplit(":", 1)[-1]] = (max(0.0, now - beat[0]), beat[1])
+                out[text_of(key).rsplit(":", 1)[-1]] = beat
         return out
 
     def workers(self) -> dict[str, float]:
         """Live workers and the age of their last heartbeat, in seconds."""
-        return {name: age for name, (age, _) in self.worker_beats().items()}
+        return {name: beat.age for name, beat in self.worker_beats().items()}
 
     def live_queues(self, max_age_s: float) -> frozenset[str]:
         """Queues some worker with a heartbeat younger than `max_age_s` consumes."""
-        return frozenset(q for age, queues in self.worker_beats().values() if age <= max_age_s
-                         for q in queues)
+        return frozenset(q for beat in self.worker_beats().values() if beat.age <= max_age_s
+                         for q in beat.queues)
 
     def live_runner_kinds(self, max_age_s: float) -> frozenset[str]:
         """Runner kinds (`gpu-<kind>` queues) that a live worker serves."""

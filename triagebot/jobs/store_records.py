@@ -4,7 +4,6 @@ positions and the requeue of an abandoned job."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -301,15 +300,6 @@ class _RecordStore(_Keys):
 
     def ids_in_state(self, state: JobState) -> list[str]:
         return sorted(text_of(i) for i in self.redis.smembers(self._k("state", state)))
-
-
-def _beat(raw: Any) -> tuple[float, list[str]] | None:
-    """A worker heartbeat's time and queues; None for a missing or unreadable one."""
-    try:
-        beat = json.loads(raw)
-        return float(beat["at"]), [str(q) for q in beat["queues"]]
-    except (ValueError, TypeError, KeyError):
-        return None
 
 
 def text_of(value: Any) -> str:

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from triagebot.settings import Settings
-from triagebot.web import health, jobs_page, metrics_route, webhook
+from triagebot.web import failures_page, health, jobs_page, metrics_route, webhook
 from triagebot.web.service import Service
 
 
@@ -43,6 +43,6 @@ def create_app(settings: Settings, *, redis_client: redis.Redis | None = None) -
                   telemetry={"tracing": False, "metrics": False, "logs": False})
     app.state.service = service
     app.add_middleware(webhook.WebhookRoute)
-    for module in (health, metrics_route, jobs_page):
+    for module in (health, metrics_route, jobs_page, failures_page):
         app.include_router(module.router)
     return app

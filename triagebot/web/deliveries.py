@@ -1,8 +1,10 @@
 """Transport-level dedupe of webhook deliveries by their `X-GitHub-Delivery` id, and the
 enqueue, in one Redis script.
 
-The script records the delivery id (NX, long TTL) and pushes the event's task message
-onto the triage queue, or does neither when the id was seen. Being one atomic step it
+The script records the delivery id as `queued` (long TTL) and pushes the event's task
+message onto the triage queue, or does neither when the id is queued or done already.
+A delivery whose event the worker gave up on is `failed` (`triagebot.jobs.deliveries`),
+and GitHub's redelivery of it (the same id) is queued again. Being one atomic step it
 leaves no window to reason about: a crash before it changes nothing; a Redis that hangs
 and runs it later both records and queues the delivery (so its redelivery is rightly a
 duplicate); concurrent copies of one delivery queue it once. It is also one round trip
@@ -24,6 +26,7 @@ import re
 
 import redis.asyncio
 
+from triagebot.jobs.deliveries import FAILED, QUEUED, delivery_key
 from triagebot.settings import Settings
 from triagebot.web.deadline import within
 
@@ -33,11 +36,11 @@ DELIVERY_ID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 MAX_IN_FLIGHT = 64
 
 _ENQUEUE_ONCE = """
-if redis.call('SET', KEYS[1], 'done', 'NX', 'EX', ARGV[1]) then
-  redis.call('LPUSH', KEYS[2], ARGV[2])
-  return 1
-end
-return 0
+local state = redis.call('GET', KEYS[1])
+if state and state ~= ARGV[3] then return 0 end
+redis.call('SET', KEYS[1], ARGV[4], 'EX', ARGV[1])
+redis.call('LPUSH', KEYS[2], ARGV[2])
+return 1
 """
 
 
@@ -49,10 +52,11 @@ class Deliveries:
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
 
     def key(self, delivery: str) -> str:
-        return self.settings.key("delivery", delivery)
+        return delivery_key(self.settings, delivery)
 
     async def enqueue_once(self, delivery: str, queue: str, message: bytes) -> bool:
-        """Queue `message` on `queue` unless `delivery` was seen; True when it was queued.
+        """Queue `message` on `queue` unless `delivery` is queued or handled already (a
+        failed one is taken again); True when it was queued.
 
         Raises TimeoutError when no slot frees within half the Redis timeout or Redis does
         not answer within it, and redis-py's errors when Redis fails.
@@ -67,6 +71,6 @@ class Deliveries:
         try:
             return bool(await within(timeout, self._enqueue_once(
                 keys=[self.key(delivery), self.settings.celery_key_prefix + queue],
-                args=[self.settings.delivery_ttl_s, message])))
+                args=[self.settings.delivery_ttl_s, message, FAILED, QUEUED])))
         finally:
             self._slots.release()

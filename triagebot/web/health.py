@@ -2,7 +2,9 @@
 
 `/healthz` says the process serves requests. `/readyz` says a delivery accepted now would
 be worked on: Redis answers, and the triage queue and every runner kind's queue have a
-worker that sent a heartbeat recently. The body says which are served, per kind.
+worker that sent a heartbeat recently and reports no problem (a triage worker whose App
+credentials GitHub refuses reports one). The body says which are served, per kind, and
+what the triage worker's problem is.
 """
 
 from __future__ import annotations
@@ -33,14 +35,27 @@ def readyz(request: Request) -> JSONResponse:
     except redis.RedisError as exc:
         return JSONResponse({"ok": False, "reason": f"redis unreachable ({type(exc).__name__})"},
                             status_code=503)
-    live = {name: queues for name, (age, queues) in beats.items() if age <= max_age}
-    served = {q for queues in live.values() for q in queues}
+    live = {name: beat for name, beat in beats.items() if beat.age <= max_age}
+    # A worker that reports a problem (a triage worker GitHub does not accept as the
+    # App) serves nothing: what it takes would fail.
+    served = {q for beat in live.values() if beat.problem is None for q in beat.queues}
     runners = {kind: settings.queue_for(kind) in served for kind in settings.gpu_kinds}
-    body = {"workers": len(live), "triage": task_queues.TRIAGE_QUEUE in served, "runners": runners}
+    body: dict[str, object] = {"workers": len(live),
+                               "triage": task_queues.TRIAGE_QUEUE in served,
+                               "runners": runners}
+    problems = sorted({beat.problem for beat in live.values() if beat.problem
+                       and task_queues.TRIAGE_QUEUE in beat.queues})
+    if problems and not body["triage"]:
+        body["github"] = problems[0]
     missing = ([task_queues.TRIAGE_QUEUE] if not body["triage"] else []) + [
         settings.queue_for(kind) for kind, up in runners.items() if not up]
     if missing:
-        return JSONResponse({"ok": False, **body, "reason": (
-            f"no worker heartbeat in the last {max_age} s for {', '.join(missing)}")},
-            status_code=503)
+        reasons = [f"the triage worker cannot act as the GitHub App: {problems[0]}"
+                   ] if "github" in body else []
+        silent = [q for q in missing if not (q == task_queues.TRIAGE_QUEUE and reasons)]
+        if silent:
+            reasons.append(f"no worker heartbeat in the last {max_age} s for "
+                           f"{', '.join(silent)}")
+        return JSONResponse({"ok": False, **body, "reason": "; ".join(reasons)},
+                            status_code=503)
     return JSONResponse({"ok": True, **body})

@@ -72,7 +72,7 @@ def steps(job: JobRecord, plan: Plan | None, stored: dict[str, int],
     out = []
     for cell in plan.cells:
         have = stored.get(cell.cell_id, 0)
-        detail = f"{have} run(s) stored" if have else ""
+        detail = f"{have} run{'' if have == 1 else 's'} stored" if have else ""
         if cell.cell_id in failed:
             out.append(Step(cell.label, "failed", str(failed[cell.cell_id])[:120]))
         elif have >= runs or (job.terminal and have):

@@ -9,34 +9,24 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import redis
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from triagebot.jobs.record import JOB_ID_CHARS, JobError, JobRecord
 from triagebot.links import may_view
 from triagebot.model import Plan
 from triagebot.web.deps import service_of
 from triagebot.web.job_view import JobView, job_view
+from triagebot.web.pages import HEADERS, templates
 from triagebot.web.service import Service
 
 JOB_ID = re.compile(rf"^[0-9a-f]{{{JOB_ID_CHARS}}}$")
 REFRESH_S = 15
-_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 
 router = APIRouter()
-_env = Environment(loader=FileSystemLoader(Path(__file__).parent / "templates"),
-                   autoescape=True, undefined=StrictUndefined, trim_blocks=True,
-                   lstrip_blocks=True)
 
 
 def duration(seconds: float | None) -> str:
@@ -101,11 +91,10 @@ def job_json(request: Request, job_id: str, key: str | None = None) -> JSONRespo
 def job_page(request: Request, job_id: str, key: str | None = None) -> HTMLResponse:
     service = service_of(request)
     record, report, ahead = _load(service, job_id, key)
-    html = _env.get_template("job.html").render(
+    html = templates.get_template("job.html").render(
         job=record, view=_view(service, record, report), queued_ahead=ahead,
         refresh_s=REFRESH_S,
-        thread_url=f"https://github.com/{record.repo}/"
-                   f"{'pull' if record.is_pr else 'issues'}/{record.number}",
+        thread_url=service.settings.thread_url(record.repo, record.number, record.is_pr),
         eta=duration(record.eta_s), created=_when(record.created_at),
         started=_when(record.started_at), finished=_when(record.finished_at))
-    return HTMLResponse(html, headers=_HEADERS)
+    return HTMLResponse(html, headers=HEADERS)

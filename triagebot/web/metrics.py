@@ -30,6 +30,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from triagebot.jobs.deliveries import DeliveryLog
 from triagebot.jobs.store import CELL_BUCKETS, JobStore
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
@@ -100,6 +101,12 @@ class RedisCollector(Collector):
         for outcome, count in store.count_by_outcome().items():
             outcomes.add_metric([outcome], count)
         yield outcomes
+
+        failed = CounterMetricFamily("triagebot_events_failed",
+                                     "Events the triage worker gave up on (listed at "
+                                     "/deliveries/failed; GitHub can redeliver them)")
+        failed.add_metric([], DeliveryLog(self.settings, store.redis).failed_count())
+        yield failed
 
         max_age = self.settings.worker_heartbeat_max_age_s
         alive = sum(1 for age in store.workers().values() if age <= max_age)

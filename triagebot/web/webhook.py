@@ -1,16 +1,19 @@
 """`POST /webhook`: verify, filter, dedupe, enqueue, acknowledge. Never calls GitHub.
 
 The order is the contract: the body is read with a cap, the signature is checked over
-those exact bytes (as they stream in) before anything parses them, and the delivery is
-recorded as seen in the same atomic step that puts its event on the queue. When Redis
-fails or hangs the answer is 503 within `ingress_redis_timeout_s`, so GitHub lists the
-delivery as failed and it can be redelivered.
+those exact bytes (as they stream in) before anything parses them (a form-encoded body's
+`payload` field only then), and the delivery is recorded as queued in the same atomic
+step that puts its event on the queue; the worker records it as handled or failed, and a
+failed one is taken again when GitHub redelivers it. When Redis fails or hangs the answer
+is 503 within `ingress_redis_timeout_s`, so GitHub lists the delivery as failed and it
+can be redelivered.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,7 +38,7 @@ from triagebot.web.deliveries import DELIVERY_ID
 from triagebot.web.deps import service_of
 from triagebot.web.events import EventError, ThreadEvent, normalise, worth_queueing
 from triagebot.web.service import Service
-from triagebot.web.signature import Verifier, expected_digest
+from triagebot.web.signature import Verifier, claimed
 from triagebot.web.task_message import task_message
 from triagebot.workers import task_queues
 
@@ -78,6 +81,17 @@ def screen(settings: Settings, headers: Mapping[str, str], body: bytes) -> Outco
         return _refuse(400, "bad_request", "X-GitHub-Event and X-GitHub-Delivery are required")
     if not DELIVERY_ID.fullmatch(delivery):
         return _refuse(400, "bad_request", "X-GitHub-Delivery is not a delivery id")
+    if _form_encoded(headers.get("content-type")):
+        # The hook's other content type: the JSON is the form's `payload` field. The
+        # signature was checked over the form bytes, as GitHub signs them.
+        try:
+            fields = urllib.parse.parse_qs(body.decode("utf-8", "replace"),
+                                           max_num_fields=20)
+        except ValueError:
+            fields = {}
+        if len(fields.get("payload", ())) != 1:
+            return _refuse(400, "bad_request", "form body needs exactly one payload field")
+        body = fields["payload"][0].encode()
     try:
         # pydantic-core's parser: the same values as the standard library's, in half the time.
         payload = from_json(body)
@@ -105,6 +119,11 @@ def screen(settings: Settings, headers: Mapping[str, str], body: bytes) -> Outco
     if reason is not None:
         return _ignored(ev, reason)
     return ev
+
+
+def _form_encoded(content_type: str | None) -> bool:
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    return kind == "application/x-www-form-urlencoded"
 
 
 def _ignored(ev: ThreadEvent, reason: str) -> Outcome:
@@ -152,10 +171,11 @@ async def _receive(service: Service, request: Request) -> Outcome | bytes:
         return _refuse(413, "too_large", "body over the size limit", verified=False)
     except BadContentLength:
         return _refuse(400, "bad_request", "Content-Length is not a number", verified=False)
-    expected = expected_digest(request.headers.get("x-hub-signature-256"))
-    if expected is None:
+    claim = claimed(request.headers.get("x-hub-signature-256"),
+                    request.headers.get("x-hub-signature"))
+    if claim is None:
         return _refuse(401, "unauthorized", "signature does not match", verified=False)
-    verifier = Verifier(expected, settings.webhook_secrets)
+    verifier = Verifier(claim, settings.webhook_secrets)
     try:
         async with service.bodies.reserve(settings.max_body_bytes if size is None else size):
             body = await read_capped(request, settings.max_body_bytes, verifier.update)

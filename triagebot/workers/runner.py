@@ -125,7 +125,8 @@ class JobRunner:
         finally:
             self.store.add_gpu_seconds(job.repo, time.monotonic() - started)
         job = self.store.require(id_)
-        command = shlex.join(["triagebot", "repro", _thread_url(job.repo, job.number),
+        command = shlex.join(["triagebot", "repro",
+                              self.settings.thread_url(job.repo, job.number),
                               *job.command.split()[1:]])
         report = render_report(plan, execution.findings, scripts=scripts, command=command)
         self.store.save_report(id_, execution.findings.model_dump_json(), report)
@@ -187,7 +188,3 @@ class _Stop:
                 return False  # a blip is not a cancel; the lock says when we lost the job
             self.cancelled = job is None or job.cancel_requested
         return self.cancelled
-
-
-def _thread_url(repo: str, number: int) -> str:
-    return f"https://github.com/{repo}/issues/{number}"

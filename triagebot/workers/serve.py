@@ -1,9 +1,11 @@
 """Starting a worker: which queues, how many processes, the heartbeat `/readyz` reads, and
-(on triage workers) the reaper that requeues jobs whose GPU worker died."""
+on triage workers the check that GitHub accepts the App's credentials (reported in the
+heartbeat) and the reaper that requeues jobs whose GPU worker died."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import socket
 import threading
@@ -11,6 +13,7 @@ import threading
 import redis
 from celery.utils.nodenames import host_format
 
+from triagebot.github.auth import app_problem
 from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
@@ -18,6 +21,10 @@ from triagebot.workers.app import create_celery
 from triagebot.workers.reaper import reap_forever
 
 _QUEUE = re.compile(r"^(triage|gpu-[a-z0-9][a-z0-9-]{0,31})$")
+# How often a triage worker asks GitHub whether it accepts the App's credentials.
+GITHUB_CHECK_S = 300.0
+GITHUB_RECHECK_S = 15.0
+log = logging.getLogger(__name__)
 
 
 class WorkerError(ValueError):
@@ -56,9 +63,15 @@ def run_worker(settings: Settings, queues: list[str], *, name: str | None = None
     app = create_celery(settings)
     stop = threading.Event()
     label = host_format(argv[argv.index("-n") + 1])
-    threads = [threading.Thread(target=_heartbeat, args=(settings, label, queues, stop),
+    health = Health()
+    threads = [threading.Thread(target=_heartbeat, args=(settings, label, queues, health, stop),
                                 name="worker-heartbeat", daemon=True)]
     if task_queues.TRIAGE_QUEUE in queues:
+        # The triage worker acts as the GitHub App: one that cannot (no key, a wrong one,
+        # GitHub out of reach) is not ready, and its heartbeat says why.
+        health.problem = "checking the GitHub App's credentials"
+        threads.append(threading.Thread(target=_check_github, args=(settings, health, stop),
+                                        name="github-check", daemon=True))
         # In the worker's main process, so a pool process that dies mid-task stops nothing.
         threads.append(threading.Thread(target=reap_forever, args=(settings, app, stop),
                                         name="reaper", daemon=True))
@@ -70,7 +83,28 @@ def run_worker(settings: Settings, queues: list[str], *, name: str | None = None
         stop.set()
 
 
-def _heartbeat(settings: Settings, name: str, queues: list[str],
+class Health:
+    """What keeps this worker from its work, as its heartbeat reports it (None: nothing)."""
+
+    problem: str | None = None
+
+
+def _check_github(settings: Settings, health: Health, stop: threading.Event) -> None:
+    while True:
+        problem = app_problem(settings)
+        if problem != health.problem:
+            if problem:
+                log.error("this worker cannot act as the GitHub App, so /readyz fails: %s",
+                          problem)
+            else:
+                log.info("GitHub accepts the App's credentials")
+        health.problem = problem
+        # Checked often while broken, so a fix shows up soon; rarely once it works.
+        if stop.wait(GITHUB_RECHECK_S if problem else GITHUB_CHECK_S):
+            return
+
+
+def _heartbeat(settings: Settings, name: str, queues: list[str], health: Health,
                stop: threading.Event) -> None:
     store = JobStore(settings)
     ttl = max(2, settings.worker_heartbeat_max_age_s)
@@ -78,6 +112,6 @@ def _heartbeat(settings: Settings, name: str, queues: list[str],
     while True:
         # Redis away: readiness shows it; keep trying.
         with contextlib.suppress(redis.RedisError):
-            store.worker_alive(name.replace(":", "_"), ttl, queues)
+            store.worker_alive(name.replace(":", "_"), ttl, queues, health.problem)
         if stop.wait(interval):
             return

@@ -1,9 +1,12 @@
 """Thin Celery tasks over the triage executor and the job runner, with their retry policy.
 
-Tasks take only ids and plain JSON. Retries are for transient failures only (GitHub 5xx or
-rate limits beyond what the client waits out, Redis connection errors), with backoff,
-jitter and a cap; anything else is logged and the job is marked failed where there is one.
-A GPU worker lost mid-job (SIGKILL, OOM kill) gets its message back through
+Tasks take only ids and plain JSON. Retries are for transient failures only (GitHub 5xx,
+rate limits beyond what the client waits out, Redis connection errors), as
+`retry_policy` decides: a rate limit is waited out as GitHub asks and never uses up the
+tries. An event given up on (or one that failed in a way no retry cures) is recorded as
+failed with its delivery id, so it shows on /metrics and the failed-deliveries page and
+GitHub's redelivery of it is taken; an event handled, or refused on purpose, is recorded
+as done. A GPU worker lost mid-job (SIGKILL, OOM kill) gets its message back through
 `reject_on_worker_lost`; the attempts counter in the job record bounds that loop.
 """
 
@@ -11,24 +14,50 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from functools import cache
 from typing import Any
 
+import redis
 from celery import Celery, Task
 
 from triagebot.github.client import GitHubClient
 from triagebot.github.errors import GitHubError
+from triagebot.jobs.deliveries import DeliveryLog, FailedEvent
 from triagebot.jobs.store import JobStore
-from triagebot.settings import Settings
+from triagebot.settings import Settings, SettingsError
 from triagebot.web.events import ThreadEvent
 from triagebot.workers import task_queues
+from triagebot.workers.retry_policy import MAX_FAILURES, next_try
 from triagebot.workers.runner import JobRunner
 from triagebot.workers.triage import TRANSIENT, CommentBusy, Triage
+from triagebot.workers.write_turns import installation_client
 
 log = logging.getLogger(__name__)
 
-_RETRY: dict[str, Any] = {"retry_backoff": True, "retry_backoff_max": 600,
-                          "retry_jitter": True, "max_retries": 8}
+
+def _again(task: Task, exc: Exception, args: list[Any], waits: int) -> None:
+    """Schedule the task's next try, as `retry_policy` says; return to give up."""
+    found = next_try(exc, failures=task.request.retries - waits, waits=waits)
+    if found is None:
+        return
+    waits += found.wait
+    if found.wait:
+        log.warning("%s: %s; trying again in %.0f s, as GitHub asked", task.name, exc,
+                    found.seconds)
+    # The limit is `next_try`'s to keep; Celery's own count includes the waits.
+    raise task.retry(exc=exc, countdown=found.seconds, args=args, kwargs={"waits": waits},
+                     max_retries=task.request.retries + 1)
+
+
+def reason_of(exc: BaseException) -> str:
+    """Why an event failed, in words safe for a log and a public page: our own messages
+    (GitHub's answers, settings problems) in full, anything else by its type only."""
+    if isinstance(exc, GitHubError | SettingsError):
+        return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, redis.RedisError):
+        return f"its job store (Redis) was unavailable ({type(exc).__name__})"
+    return f"internal error ({type(exc).__name__})"
 
 
 def register(app: Celery) -> None:
@@ -42,42 +71,47 @@ def register(app: Celery) -> None:
     @cache
     def github(installation_id: int | None) -> GitHubClient:
         # One client per installation and process: it refreshes its own token, so a busy
-        # triage worker does not mint a token per event.
+        # triage worker does not mint a token per event. Its writes take the
+        # installation's turn, shared with the other processes through Redis.
         if installation_id is None:
             raise GitHubError("the event carries no installation id", status=None,
                               transient=False)
-        return GitHubClient.for_installation(settings, installation_id)
+        return installation_client(settings, installation_id, client=store().redis)
 
     def triage() -> Triage:
         return Triage(settings, store(), app, github)
 
-    def _permanent(exc: Exception) -> bool:
-        return isinstance(exc, GitHubError) and not exc.transient
+    def failed(event: ThreadEvent, exc: BaseException) -> None:
+        """Give up on the event, visibly: a log line with its delivery id, the record
+        that lets its redelivery run and lists it, and a last word on the thread when
+        GitHub lets us post one."""
+        reason = reason_of(exc)
+        log.error("event failed delivery=%s event=%s.%s repo=%s#%d: %s", event.delivery,
+                  event.event, event.action, event.repo, event.number, reason)
+        with contextlib.suppress(redis.RedisError):
+            DeliveryLog(settings, store().redis).failed(FailedEvent(
+                delivery=event.delivery, event=event.event, action=event.action,
+                repo=event.repo, private=event.private, number=event.number,
+                reason=reason, at=time.time()))
+        with contextlib.suppress(Exception):
+            triage().report_failure(event, reason)
 
-    def _reason(exc: Exception) -> str:
-        if isinstance(exc, GitHubError):
-            return f"GitHub kept refusing ({exc.status or 'no answer'})"
-        return "its job store (Redis) was unavailable"
-
-    def _transient(task: Task, exc: Exception) -> None:
-        """Retry what may pass; give up loudly on what will not."""
-        if isinstance(exc, GitHubError) and not exc.transient:
-            log.error("%s: GitHub refused: %s", task.name, exc)
-            return
-        raise task.retry(exc=exc, countdown=min(600, 2 ** task.request.retries * 5))
-
-    @app.task(name=task_queues.HANDLE_EVENT, bind=True, acks_late=True, **_RETRY)
-    def handle_event(self: Task, payload: dict[str, Any]) -> None:
+    @app.task(name=task_queues.HANDLE_EVENT, bind=True, acks_late=True,
+              max_retries=MAX_FAILURES)
+    def handle_event(self: Task, payload: dict[str, Any], waits: int = 0) -> None:
         event = ThreadEvent.model_validate(payload)
         try:
             triage().handle(event)
         except TRANSIENT as exc:
-            if self.request.retries < self.max_retries and not _permanent(exc):
-                _transient(self, exc)
-            # Out of retries (or refused for good): a last visible word, if GitHub lets us.
-            log.error("%s: giving up on %s: %s", self.name, event.delivery, exc)
-            with contextlib.suppress(*TRANSIENT):
-                triage().report_failure(event, _reason(exc))
+            _again(self, exc, [payload], waits)
+            failed(event, exc)
+            return
+        except Exception as exc:
+            # A bug or a broken deployment (no key, say): no retry cures it, but its
+            # redelivery, once it is fixed, may.
+            failed(event, exc)
+            raise
+        DeliveryLog(settings, store().redis).done(event.delivery)
 
     @app.task(name=task_queues.PROGRESS, bind=True, acks_late=True, max_retries=3)
     def progress(self: Task, job_id: str) -> None:
@@ -89,24 +123,27 @@ def register(app: Celery) -> None:
         except TRANSIENT as exc:
             log.warning("progress for %s skipped: %s", job_id, exc)
 
-    @app.task(name=task_queues.BISECT_COMMITS, bind=True, acks_late=True, max_retries=3)
-    def bisect_commits(self: Task, job_id: str, run_json: str) -> None:
+    @app.task(name=task_queues.BISECT_COMMITS, bind=True, acks_late=True,
+              max_retries=MAX_FAILURES)
+    def bisect_commits(self: Task, job_id: str, run_json: str, waits: int = 0) -> None:
         # The runner waits for the answer; one it never gets ends its wait with a note.
         try:
             triage().bisect_commits(job_id, run_json)
         except TRANSIENT as exc:
-            if self.request.retries < self.max_retries and not _permanent(exc):
-                _transient(self, exc)
+            _again(self, exc, [job_id, run_json], waits)
             log.error("%s: no commits for %s: %s", self.name, job_id, exc)
 
-    @app.task(name=task_queues.PUBLISH, bind=True, acks_late=True, **_RETRY)
-    def publish(self: Task, job_id: str) -> None:
+    @app.task(name=task_queues.PUBLISH, bind=True, acks_late=True, max_retries=MAX_FAILURES)
+    def publish(self: Task, job_id: str, waits: int = 0) -> None:
         try:
             triage().publish(job_id)
         except CommentBusy as exc:
-            raise self.retry(exc=exc, countdown=2) from None
+            raise self.retry(exc=exc, countdown=2, args=[job_id], kwargs={"waits": waits},
+                             max_retries=self.request.retries + 1) from None
         except TRANSIENT as exc:
-            _transient(self, exc)
+            _again(self, exc, [job_id], waits)
+            log.error("%s: giving up on publishing job %s: %s", self.name, job_id, exc)
+            raise
 
     # Enough retries to wait out a live owner for the whole hard limit.
     lock_retries = settings.job_time_limit_s // settings.lock_ttl_s + 3

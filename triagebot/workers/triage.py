@@ -38,6 +38,17 @@ log = logging.getLogger(__name__)
 TRANSIENT = (GitHubError, redis.ConnectionError, redis.TimeoutError)
 
 
+def reply_key(event: ThreadEvent) -> str:
+    """What a reply's marker names: the comment, and for an edit the edit itself (its
+    text before and after), so each edit's new commands are answered on their own and a
+    redelivered edit finds its own reply again."""
+    assert event.comment is not None
+    if event.action != "edited":
+        return str(event.comment.id)
+    edit = f"{event.comment.previous_body or ''}\x00{event.comment.body}"
+    return f"{event.comment.id}.{hashlib.sha256(edit.encode()).hexdigest()[:12]}"
+
+
 class Triage(_JobWork):
     """Handles one event: decides its commands and applies the actions idempotently."""
 
@@ -124,16 +135,19 @@ class Triage(_JobWork):
         self._apply(gh, event, [Reply(words.gave_up(reason)), React("confused")])
 
     def _reply(self, gh: GitHubClient, event: ThreadEvent, sections: list[str]) -> None:
-        """One answer per comment, however many copies of its delivery arrive at once."""
+        """One answer per comment and per edit that adds commands, however many copies of
+        its delivery arrive at once: an edit's new commands get a reply of their own, so
+        the earlier commands keep theirs."""
         assert event.comment is not None
         body = words.reply(event.sender.login, sections)
         where = f"{event.repo.lower()}#{event.number}"
         digest = hashlib.sha256(body.encode()).hexdigest()[:24]
-        posted = self.settings.key("replied", where, str(event.comment.id))
-        with self.store.claimed("reply", where, str(event.comment.id)) as ours:
+        key = reply_key(event)
+        posted = self.settings.key("replied", where, key)
+        with self.store.claimed("reply", where, key) as ours:
             if not ours or text_of(self.store.redis.get(posted) or b"") == digest:
                 return
-            gh.upsert_comment(event.repo, event.number, f"reply={event.comment.id}", body)
+            gh.upsert_comment(event.repo, event.number, f"reply={key}", body)
             self.store.redis.set(posted, digest, ex=2 * 24 * 3600)
 
     def _thread_event(self, event: ThreadEvent) -> None:

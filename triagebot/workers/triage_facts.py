@@ -99,4 +99,4 @@ class _TriageBase:
             may_run=may_run, jobs=jobs, job_urls={j.id: self.job_url(j) for j in jobs},
             thread=thread, gpu_kinds=tuple(self.settings.gpu_kinds),
             gpu_seconds_used=self.store.gpu_seconds_today(event.repo) if repro else 0.0,
-            id_key=self.settings.link_key)
+            id_key=self.settings.link_key, default_gpu=self.settings.default_gpu)

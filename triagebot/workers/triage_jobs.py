@@ -7,11 +7,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from triagebot.decisions import replies as words
 from triagebot.decisions.actions import StartJob
 from triagebot.github.client import GitHubClient
 from triagebot.jobs.record import JobRecord
+from triagebot.model import Plan
 from triagebot.workers import task_queues
 from triagebot.workers.triage_facts import _TriageBase
 
@@ -52,7 +54,8 @@ class _JobWork(_TriageBase):
             plan = self.store.plan(job.id)
             ahead, wait_s = self.store.queue_position(job)
             body = words.acknowledgement(job, plan, ahead, wait_s, self.job_url(job), notes,
-                                         runner_live=self._runner_live(job.gpu_kind))
+                                         runner_live=self._runner_live(job.gpu_kind),
+                                         **self._bisect_words(job, plan))
             comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
                                            job.comment_id)
             self.store.set(job.id, comment_id=comment_id)
@@ -61,6 +64,23 @@ class _JobWork(_TriageBase):
                                   task_id=f"job-{job.id}-{uuid.uuid4().hex[:8]}",
                                   ignore_result=True)
             self.store.set(job.id, enqueued=True)
+
+    def _bisect_words(self, job: JobRecord, plan: Plan) -> dict[str, Any]:
+        """A bisect's acknowledgement says so: its range, the steps it should take (from
+        the package index its runner reads) and their GPU time in all."""
+        if job.bisect is None:
+            return {}
+        from triagebot.bisect.service import expected_steps
+        from triagebot.bisect.spec import BisectSpec
+
+        spec = BisectSpec.model_validate_json(job.bisect)
+        found = expected_steps(self.settings, spec, plan)
+        headline = words.bisect_headline(
+            spec.good, spec.bad, plan, found.between if found else None,
+            found.steps if found else None, found.most if found else None,
+            found.level if found else "point")
+        steps = found.steps if found else 1
+        return {"headline": headline, "gpu_seconds": steps * plan.estimated_seconds}
 
     def _cancel(self, ids: tuple[str, ...], actor: str) -> None:
         for id_ in ids:
