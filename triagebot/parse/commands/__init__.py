@@ -1,0 +1,10 @@
+"""Command lines pasted into a report, read into `Invocation`s: which program ran, with
+which flags and environment. What a flag means is decided later (`parse.runs`)."""
+
+from __future__ import annotations
+
+from triagebot.parse.commands.invocation import Arg, Invocation
+from triagebot.parse.commands.jsonish import parse_json_value
+from triagebot.parse.commands.scanner import find_env_assignments, find_invocations
+
+__all__ = ["Arg", "Invocation", "find_env_assignments", "find_invocations", "parse_json_value"]
