@@ -19,11 +19,11 @@ PARSE = Path(__file__).resolve().parents[2] / "triagebot" / "parse"
 STAGES: dict[str, set[str]] = {
     "common": set(),
     "document": {"common"},
-    "commands": {"common"},
-    "python": {"common"},
-    "envdump": {"common"},
-    "results": {"common"},
-    "prose": {"common"},
+    "commands": {"common", "document"},
+    "python": {"common", "document"},
+    "envdump": {"common", "document"},
+    "results": {"common", "document"},
+    "prose": {"common", "document"},
     "runs": {"common", "commands", "python"},
     "decide": {"common", "document", "envdump", "prose", "results", "runs"},
 }

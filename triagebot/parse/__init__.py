@@ -35,10 +35,11 @@ def parse_report(data: str | bytes, title: str | None = None,
     doc = document.build(data, title)
     lines = doc.body_lines
     a = Assembler(doc, repo)
-    a.runs = runs.from_invocations(commands.find_invocations(lines), lines)
-    py_runs, a.sampling = runs.from_python(python.extract_python(lines), lines)
+    scanned = commands.read_commands(lines, doc.layout)
+    a.runs = runs.from_invocations(scanned.invocations, lines)
+    py_runs, a.sampling = runs.from_python(python.extract_python(lines, doc.layout), lines)
     a.runs += py_runs
-    a.env_assignments = commands.find_env_assignments(lines)
+    a.env_assignments = scanned.env
     dump = envdump.parse_environment(lines)
-    numbers = results.find_reported_numbers(lines)
+    numbers = results.find_reported_numbers(lines, doc.layout)
     return resolve(a, dump, numbers)

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 from triagebot.parse.commands.invocation import Arg, Invocation
 from triagebot.parse.commands.jsonish import parse_json_value
-from triagebot.parse.commands.scanner import find_env_assignments, find_invocations
+from triagebot.parse.commands.scanner import (
+    ScanResult,
+    find_env_assignments,
+    find_invocations,
+    read_commands,
+)
 
-__all__ = ["Arg", "Invocation", "find_env_assignments", "find_invocations", "parse_json_value"]
+__all__ = ["Arg", "Invocation", "ScanResult", "find_env_assignments", "find_invocations",
+           "parse_json_value", "read_commands"]

@@ -11,6 +11,7 @@ from triagebot.parse.commands.jsonish import parse_json_value
 from triagebot.parse.commands.lines import indent_of, strip_prefixes, yaml_scalar
 from triagebot.parse.commands.programs import LLAMA_PROGRAM, PYTHON_PROGRAM, SHELL_WORDS, basename
 from triagebot.parse.commands.words import ASSIGN, tokenize
+from triagebot.parse.document import Layout
 
 _ASSIGN_LINE = re.compile(
     r"[ \t]*(?:export|declare[ \t]+-x|local|readonly|typeset)?[ \t]*[A-Za-z_]\w{0,100}="
@@ -43,8 +44,9 @@ class ScanResult:
 class ScanState:
     """What every part of the scan shares: the lines, `$VAR` values, what was found so far."""
 
-    def __init__(self, lines: list[str]) -> None:
-        self.lines = [x if isinstance(x, str) else "" for x in (lines or [])]
+    def __init__(self, lines: list[str], layout: Layout) -> None:
+        self.lines = lines
+        self.layout = layout
         self.vars: dict[str, str] = {}
         self.out = ScanResult()
         self.in_fence = False

@@ -20,7 +20,6 @@ _PROMPTS = (
 )  # fmt: skip
 BULLET = re.compile(r"[ \t]{0,12}(?:\d{1,3}[.)]|[-*+•])[ \t]+")
 FENCE = re.compile(r"[ \t]{0,12}(`{3,}|~{3,})")
-PY_LABELS = {"python", "py", "python3", "pycon", "ipython"}
 COMMENT = re.compile(r"[ \t]*#")
 FLAG_LINE = re.compile(r"[ \t]*--?[A-Za-z]")
 CMD_HEAD = re.compile(

@@ -27,20 +27,30 @@ from triagebot.parse.commands.lines import (
     ENV_KEY,
     FENCE,
     LIST_KEY,
-    PY_LABELS,
     strip_prefixes,
 )
 from triagebot.parse.commands.lists import ListReader
+from triagebot.parse.document import PYTHON_LANGUAGES, Layout, read_layout
 
-__all__ = ["Arg", "Invocation", "find_env_assignments", "find_invocations", "parse_json_value"]
+__all__ = ["Arg", "Invocation", "ScanResult", "find_env_assignments", "find_invocations",
+           "parse_json_value", "read_commands"]
 
 
-def find_invocations(lines: list[str]) -> list[Invocation]:
+def read_commands(lines: list[str], layout: Layout | None = None) -> ScanResult:
+    """Every command invocation in the document, in line order, and every environment
+    variable it sets (see `find_env_assignments`), in one pass. `layout` says where the
+    fenced code is (read from `lines` when not given)."""
+    lines = [x if isinstance(x, str) else "" for x in (lines or [])]
+    return Scanner(lines, layout or read_layout(lines)).run()
+
+
+def find_invocations(lines: list[str], layout: Layout | None = None) -> list[Invocation]:
     """Every command invocation in the document, in line order."""
-    return list(_scan(lines).invocations)
+    return read_commands(lines, layout).invocations
 
 
-def find_env_assignments(lines: list[str]) -> list[tuple[str, str, int]]:
+def find_env_assignments(lines: list[str],
+                         layout: Layout | None = None) -> list[tuple[str, str, int]]:
     """(NAME, value, line) for environment variables the document sets.
 
     Sources: `export X=1`, `X=1 cmd ...` prefixes, `docker run -e X=1`, compose/k8s
@@ -48,20 +58,7 @@ def find_env_assignments(lines: list[str]) -> list[tuple[str, str, int]]:
     Plain shell variables (`X=1` on a line of its own) are not environment variables
     and are not listed; they are still used to resolve `$X` in commands.
     """
-    return list(_scan(lines).env)
-
-
-# The parser asks for invocations and env assignments of the same document: one scan.
-_LAST: list[tuple[tuple[str, ...], ScanResult]] = []
-
-
-def _scan(lines: list[str]) -> ScanResult:
-    key = tuple(lines or ())
-    if _LAST and _LAST[0][0] == key:
-        return _LAST[0][1]
-    result = Scanner(list(key)).run()
-    _LAST[:] = [(key, result)]
-    return result
+    return read_commands(lines, layout).env
 
 
 class Scanner(ListReader):
@@ -76,13 +73,10 @@ class Scanner(ListReader):
     def _run(self) -> None:
         i, n = 0, len(self.lines)
         while i < n:
-            line = self.lines[i]
-            fm = FENCE.match(line)
-            if fm:
-                self.in_fence = not self.in_fence
-                label = line[fm.end() :].strip().lower()
-                self.py_fence = self.in_fence and label in PY_LABELS
-                i += 1
+            self.in_fence = self.layout.in_fence(i)
+            self.py_fence = self.layout.language(i) in PYTHON_LANGUAGES
+            if self.in_fence and FENCE.match(self.lines[i]):
+                i += 1  # the fence's own line
                 continue
             if i < self.skip_until:
                 i += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from triagebot.model import (
@@ -9,6 +10,7 @@ from triagebot.model import (
     ReproRequest,
 )
 from triagebot.parse.common import Fact, Facts
+from triagebot.parse.decide.wording import Wording, read_wording
 from triagebot.parse.document import Document
 from triagebot.parse.runs import RunConfig, spec_config_settings
 
@@ -23,6 +25,11 @@ class Assembler:
         self.sampling: RunConfig | None = None
         self.env_assignments: list[tuple[str, str, int]] = []
         self.conflicts: dict[str, str] = {}
+
+    @cached_property
+    def wording(self) -> Wording:
+        """The title and the reporter's prose, apart from what they pasted."""
+        return read_wording(self.doc)
 
     def competing(self, field: str, facts: list[Fact], values: list[Any]) -> None:
         """Record a field stated with different values: it stays null, and the warning

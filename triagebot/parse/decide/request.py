@@ -30,14 +30,11 @@ from triagebot.parse.common import (
     canonical_method,
     canonical_model,
 )
+from triagebot.parse.decide.arms import run_has_spec
 from triagebot.parse.decide.assembler import Assembler, single
-from triagebot.parse.decide.compare import (
-    decide_metrics,
-    decide_modality,
-    decide_modes,
-    decide_scope,
-    run_has_spec,
-)
+from triagebot.parse.decide.compare import decide_metrics, decide_scope
+from triagebot.parse.decide.modality import decide_modality
+from triagebot.parse.decide.modes import decide_modes
 from triagebot.parse.decide.setup import (
     decide_configs,
     decide_engine,
@@ -78,7 +75,7 @@ def resolve(a: Assembler, dump: EnvDump, numbers: list[ReportedNumber]) -> Repro
     req.reported = numbers
     req.reported_metrics = decide_metrics(numbers)
     decide_scope(a, numbers)
-    decide_modes(a)
+    decide_modes(a, numbers)
     decide_modality(a)
     req.arms = _arms(a)
     req.workload = _workload(a)

@@ -4,6 +4,10 @@ A report arrives as a GitHub body, or as a scraped page where the body sits betw
 navigation, other people's comments, bot reviews, downstream commit messages and even
 AI-written "fix plans" that invent config values. Facts come only from the reporter's own
 post: every other line is blanked (kept as "" so line numbers stay those of the input).
+
+Telling the post from the page around it is our own line reading: a scraped page has no
+markup left for a markdown parser to see, only the site's words ("Copy link",
+"commented") between one post and the next.
 """
 
 from __future__ import annotations
@@ -11,7 +15,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
+
+from triagebot.parse.document.markdown import Layout, read_layout
 
 Zone = Literal["body", "comment", "chrome"]
 
@@ -33,10 +40,15 @@ class Document:
     chars: int = 0
     warnings: list[str] = field(default_factory=list)
 
-    @property
+    @cached_property
     def body_lines(self) -> list[str]:
         """All lines, with those outside the reporter's post blanked."""
         return [ln if z == "body" else "" for ln, z in zip(self.lines, self.zones, strict=True)]
+
+    @cached_property
+    def layout(self) -> Layout:
+        """Where the code and tables of the reporter's post are."""
+        return read_layout(self.body_lines)
 
 
 def decode(data: str | bytes) -> tuple[str, list[str]]:

@@ -18,6 +18,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
+from triagebot.parse.document import Layout, read_layout
 from triagebot.parse.python.regions import ParseBudget, find_regions, inline_snippets, parse_region
 from triagebot.parse.python.values import (
     MAX_EXPR_CHARS,
@@ -67,21 +68,23 @@ class PyFacts:
     invalid_blocks: int  # ... of which some part did not parse
 
 
-def extract_python(lines: list[str]) -> PyFacts:
-    """Every call and assignment in the Python the document contains."""
+def extract_python(lines: list[str], layout: Layout | None = None) -> PyFacts:
+    """Every call and assignment in the Python the document contains. `layout` says where
+    the fenced code is (read from `lines` when not given)."""
+    lines = [x if isinstance(x, str) else "" for x in (lines or [])]
     try:
-        return _extract([x if isinstance(x, str) else "" for x in (lines or [])])
+        return _extract(lines, layout or read_layout(lines))
     except (RecursionError, MemoryError):  # defensive: hostile input must not crash
         return PyFacts((), (), 0, 0)
 
 
-def _extract(lines: list[str]) -> PyFacts:
+def _extract(lines: list[str], layout: Layout) -> PyFacts:
     chars = sum(len(x) + 1 for x in lines)
     budget = ParseBudget(_PARSE_BUDGET_FACTOR * chars + _PARSE_BUDGET_SLACK)
     modules: list[tuple[ast.Module, list[str], int]] = []
     covered = bytearray(len(lines))
     blocks = invalid = 0
-    for region in find_regions(lines):
+    for region in find_regions(lines, layout):
         parsed, ok = parse_region(region, budget)
         if not parsed and not region.required:
             continue  # an unlabeled fence or a run of lines that was not Python after all

@@ -11,14 +11,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from triagebot.parse.common import OPENERS, brackets
+from triagebot.parse.document import INDENTED, PYTHON_LANGUAGES, Layout
 
 MAX_BLOCK_LINES = 3000  # a region longer than this is parsed in pieces
 MAX_SALVAGE_TRIES = 40  # parse attempts on one invalid region
 
 # --- finding Python ------------------------------------------------------------------
 
-_FENCE = re.compile(r"[ \t]{0,12}(`{3,}|~{3,})[ \t]*([\w+.#-]*)")
-_PY_LABELS = {"python", "py", "python3", "ipython", "pycon", "ipython3", "python2"}
 _UNLABELED = {"", "text", "txt", "plain", "plaintext", "code"}
 _STRONG = re.compile(
     r"[ \t]*(?:import[ \t]+\w|from[ \t]+[\w.]+[ \t]+import[ \t]|def[ \t]+\w+[ \t]*\(|"
@@ -68,40 +67,31 @@ def _quoted_flags(head: str) -> bool:
     return bool(re.search(r"[\"']--?[A-Za-z]", head)) and "(" in head
 
 
-def find_regions(lines: list[str]) -> Iterator[_Region]:
+def find_regions(lines: list[str], layout: Layout) -> Iterator[_Region]:
+    """Fenced Python, unlabeled fences that read as Python, and runs of Python-looking
+    lines outside fences (a scraped page has lost its fences)."""
+    fences = {b.start: b for b in layout.blocks if b.language != INDENTED}
     i, n = 0, len(lines)
     while i < n:
-        fm = _FENCE.match(lines[i])
-        if fm:
-            end = _fence_end(lines, i + 1, fm.group(1))
-            label = fm.group(2).lower()
-            body = lines[i + 1 : end]
-            if label in _PY_LABELS:
-                yield from _split_big(_Region(i + 1, body, True))
-            elif end == n:
+        block = fences.get(i)
+        if block is not None:
+            body = lines[block.start + 1 : block.end - 1 if block.closed else block.end]
+            if block.language in PYTHON_LANGUAGES:
+                yield from _split_big(_Region(block.start + 1, body, True))
+            elif not block.closed:
                 i += 1  # an unclosed non-Python fence hides nothing: read on
                 continue
-            elif label in _UNLABELED and _looks_python(body):
-                yield from _split_big(_Region(i + 1, body, False))
-            i = end + 1
+            elif block.language in _UNLABELED and _looks_python(body):
+                yield from _split_big(_Region(block.start + 1, body, False))
+            i = block.end
             continue
         if _line_kind(_unquote(lines[i])) == "strong":
-            end = _run_end(lines, i)
+            end = _run_end(lines, i, set(fences))
             if end - i >= 1:
                 yield from _split_big(_Region(i, lines[i:end], False))
             i = max(end, i + 1)
             continue
         i += 1
-
-
-def _fence_end(lines: list[str], j: int, marker: str) -> int:
-    """Index of the closing fence; an unclosed fence runs to the end of the document."""
-    char = marker[0]
-    for k in range(j, len(lines)):
-        s = lines[k].lstrip(" \t>")
-        if s.startswith(char * len(marker)) and not s.strip(char + " \t"):
-            return k
-    return len(lines)
 
 
 def _looks_python(body: list[str]) -> bool:
@@ -111,13 +101,13 @@ def _looks_python(body: list[str]) -> bool:
     return strong >= 1 and bad * 3 <= strong + kinds.count("weak")
 
 
-def _run_end(lines: list[str], i: int) -> int:
+def _run_end(lines: list[str], i: int, fence_starts: set[int]) -> int:
     """End of a run of Python-looking lines outside fences (scraped pages lose them)."""
     j, n = i + 1, len(lines)
     blanks = 0
     last = i + 1
     while j < n and j - i < MAX_BLOCK_LINES * 4:
-        if _FENCE.match(lines[j]):
+        if j in fence_starts:
             break
         kind = _line_kind(_unquote(lines[j]))
         if kind == "blank":

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 
 from triagebot.model import ReportedMetrics, ReportedNumber
+from triagebot.parse.document import PYTHON_LANGUAGES, Layout, read_layout
 from triagebot.parse.results.cells import (
     acceptance_mentions,
     as_number,
@@ -55,10 +56,12 @@ from triagebot.parse.results.words import (
 __all__ = ["find_reported_numbers", "summarise"]
 
 
-def find_reported_numbers(lines: list[str]) -> list[ReportedNumber]:
-    """Every number the reporter saw, in text order. Never raises."""
+def find_reported_numbers(lines: list[str],
+                          layout: Layout | None = None) -> list[ReportedNumber]:
+    """Every number the reporter saw, in text order. Never raises. `layout` says where the
+    fenced code is (read from `lines` when not given)."""
     try:
-        return _Scanner(lines).run()
+        return _Scanner(lines, layout or read_layout(lines)).run()
     except Exception:  # hostile or odd text must not break the parse
         return []
 
@@ -99,6 +102,7 @@ class _Scanner(TableReader):
         budget = MAX_CANDIDATES
         for idx, raw in enumerate(self.lines):
             line = raw if len(raw) <= MAX_LINE else raw[:MAX_LINE]
+            self.fence_lang = self.layout.language(idx)
             head = line.lstrip()[:1]
             if not head:
                 self.in_block = False  # result blocks have no blank lines inside
@@ -121,7 +125,7 @@ class _Scanner(TableReader):
                 or self._row(idx, line)
             ):
                 continue
-            if self.fence_lang in ("python", "py", "python3", "ipython", "json", "yaml"):
+            if self.fence_lang in PYTHON_LANGUAGES or self.fence_lang in ("json", "yaml"):
                 continue
             if is_code(line) or is_noise(line):
                 continue

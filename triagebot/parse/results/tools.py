@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from triagebot.model import Evidence, ReportedNumber
+from triagebot.parse.document import Layout
 from triagebot.parse.results.cells import (
     as_number,
     is_separator,
@@ -50,10 +51,11 @@ class Table:
 
 class _ScanState:
     """What every reader shares: the lines, the arm they are about, what was found."""
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], layout: Layout) -> None:
         self.lines = lines
+        self.layout = layout
         self.out: list[ReportedNumber] = []
-        self.fence_lang: str | None = None  # language of the open ``` fence, "" if none
+        self.fence_lang: str | None = None  # the line's code block language, "" if unnamed
         self.block_arm: str | None = None
         self.in_block = False
         self.table: Table | None = None
@@ -100,12 +102,8 @@ class _ScanState:
 
     def _structure(self, idx: int, line: str) -> bool:
         s = line.strip()
-        if s.startswith(("```", "~~~")):
-            if self.fence_lang is None:
-                self.fence_lang = s.strip("`~ ").split(" ")[0].lower()
-            else:
-                self.fence_lang = None
-            self.in_block = False
+        if s.startswith(("```", "~~~")) and self.fence_lang is not None:
+            self.in_block = False  # a fence's own line
             return True
         if s.startswith("=") and ("Benchmark Result" in s or "benchmark result" in s.lower()):
             self.in_block = True

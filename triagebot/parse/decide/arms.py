@@ -1,0 +1,64 @@
+"""What an arm ran, read from its name or its settings: speculation on or off, eager or
+graphs; and what the numbers of arms so named say."""
+
+from __future__ import annotations
+
+import re
+
+from triagebot.model import ReportedNumber
+from triagebot.parse.runs import RunConfig
+
+# How a results row, a labelled block or a table names its arm. An arm name that says
+# "no MTP" or "baseline" is a run without speculation; one naming a method is a run with.
+_ARM_NO_SPEC_RE = re.compile(
+    r"\bno[-_ ]?(?:spec\w*|mtp|eagle\d?|draft|sd|ngram)\b|\bbaseline\b|\bwithout\b|"
+    r"\bw/o\b|\bvanilla\b|\bplain\b|^\s*(?:off|none|disabled?|target(?: only)?|ar|"
+    r"autoregressive|no)\s*$|\bdisabled?\b|\bnon[-_ ]?(?:spec\w*|mtp|eagle\w*|draft|ngram)",
+    re.I)
+_ARM_SPEC_RE = re.compile(
+    r"spec(?:ulat\w*|[-_ ]?dec\w*)?\b|\bmtp\d?\b|\beagle[-_]?\d?\b|\bn-?gram\b|\bdraft\b|"
+    r"\bmedusa\b|\bdflash\b|\bsuffix\b|\bnextn\b|prompt[-_ ]lookup|\bk\s?=\s?\d", re.I)
+_ARM_EAGER_RE = re.compile(r"\beager\b|no[-_ ]?(?:cuda[-_ ]?)?graphs?\b|"
+                           r"(?:cuda[-_ ]?graphs?|cudagraphs?)[-_ :=]*(?:off|none|disabled?)\b",
+                           re.I)
+_ARM_GRAPH_RE = re.compile(r"(?<!no )(?<!no-)(?<!no_)\b(?:cuda[-_ ]?graphs?|cudagraphs?|"
+                           r"graph mode|graphs? on|with cg)\b", re.I)
+_SPEC_KEYS = ("spec_config", "method", "mtp_flag", "draft", "prompt_lookup")
+
+
+def arm_kinds(name: str) -> set[str]:
+    """The execution modes an arm's own name states: `spec`/`no_spec`, `eager`/`cudagraph`."""
+    kinds: set[str] = set()
+    if _ARM_NO_SPEC_RE.search(name):
+        kinds.add("no_spec")
+    elif _ARM_SPEC_RE.search(name):
+        kinds.add("spec")
+    if _ARM_EAGER_RE.search(name):
+        kinds.add("eager")
+    elif _ARM_GRAPH_RE.search(name):
+        kinds.add("cudagraph")
+    return kinds
+
+
+def run_has_spec(run: RunConfig) -> bool:
+    return any(run.get(k) not in (None, "", {}) for k in _SPEC_KEYS)
+
+
+def measured_symptom(reported: list[ReportedNumber], spec: bool) -> tuple[str, str] | None:
+    """A problem the numbers state: the spec arm's tok/s below the baseline's, or the
+    graph arm's below eager's, with the figures. Only arms whose names say which is which
+    count."""
+    speeds: dict[str, list[tuple[float, str]]] = {}
+    for num in reported:
+        if num.metric == "output_tok_s" and num.arm:
+            for kind in arm_kinds(num.arm):
+                speeds.setdefault(kind, []).append((num.value, num.arm))
+    for on, off, symptom in (("spec", "no_spec", "spec_slower_than_baseline"),
+                             ("cudagraph", "eager", "graph_slower_than_eager")):
+        if (on == "spec" and not spec) or not speeds.get(on) or not speeds.get(off):
+            continue
+        slow, fast = max(speeds[on]), max(speeds[off])
+        if slow[0] < fast[0]:
+            return symptom, (f"the numbers: {slow[1]!r} {slow[0]:g} tok/s < {fast[1]!r} "
+                             f"{fast[0]:g} tok/s")
+    return None
