@@ -89,7 +89,7 @@ def canonical_gpu(raw: str) -> str:
     while changed:
         changed = False
         for prefix in _GPU_PREFIXES:
-            if text.lower().startswith(prefix):
+            if text.lower().startswith(prefix) and text.lower() != "apple silicon":
                 text = text[len(prefix):]
                 changed = True
     return text.strip(" ,.;:()")

@@ -55,7 +55,7 @@ __all__ = ["Assembler", "resolve", "single"]
 def resolve(a: Assembler, dump: EnvDump, numbers: list[ReportedNumber]) -> ReproRequest:
     req = a.req
     env, env_evidence = dump.environment, dump.evidence
-    lines = list(prose.iter_lines(a.doc.title, a.doc.body_lines))
+    lines = list(prose.iter_lines(a.doc.title, a.doc.body_lines, a.doc.layout))
     for fn in (prose.engine_mentions, prose.versions, prose.printed_versions, prose.models,
                prose.gpus, prose.numbers,
                prose.table_spec_tokens, prose.table_models):

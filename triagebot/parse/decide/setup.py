@@ -111,8 +111,7 @@ def decide_version(a: Assembler, dump: EnvDump) -> None:
     else:
         stated = [f for f in a.facts.get("version") if f.value[0] == engine]
         upgrades = a.facts.get("version_upgrade")
-        bare = a.facts.get("version_bare") if engine == "vllm" else []
-        pool = upgrades or stated or bare
+        pool = upgrades or stated or a.facts.get("version_bare") or _labelled(a, engine)
         if pool:
             best = max(pool, key=lambda f: version_key(f.value if isinstance(f.value, str)
                                                        else f.value[1]))
@@ -127,6 +126,19 @@ def decide_version(a: Assembler, dump: EnvDump) -> None:
     elif (commits := a.facts.get("commit")):
         a.req.engine_commit = commits[0].value
         a.cite("engine_commit", commits[0])
+
+
+def _labelled(a: Assembler, engine: str | None) -> list[Fact]:
+    """`version: X` lines that name no package, read as the engine's release: llama.cpp
+    prints its build as a bare number (`version: 9330 (328874d05)`)."""
+    out: list[Fact] = []
+    for f in a.facts.get("version_label"):
+        raw = str(f.value)
+        value = f"b{raw}" if engine == "llama.cpp" and re.fullmatch(r"\d{4,5}", raw) \
+            else canonical_version(raw)
+        if value and engine:
+            out.append(Fact("version", value, f.line, f.text, f.source, f.kind))
+    return out
 
 
 def decide_models(a: Assembler) -> None:
@@ -248,8 +260,8 @@ def decide_parallel(a: Assembler) -> None:
             if any(r.get(key) is None for r in engine_runs) and len(engine_runs) > 1:
                 value = None
         if not facts:
-            value = single([f.value for f in a.facts.get(key)])
             facts = a.facts.get(key)
+            value = single([as_int(f.value, 1, 1024) for f in facts])
         a.competing(field, facts, [as_int(f.value, 1, 1024) for f in facts])
         setattr(a.req, field, value)
         if value is not None:
@@ -267,22 +279,41 @@ def decide_hardware(a: Assembler, env: Environment, ev: dict[str, tuple[int, str
         a.req.gpu_count = env_count or len(env.gpus)
         a.cite("gpu_count", Fact("gpu_count", a.req.gpu_count, line, text, "envdump", "env"))
         return
-    gpus = a.facts.get("gpu")
-    if gpus:
-        # The first device named decides; a longer spelling of it elsewhere ("H100" then
-        # "H100 80GB HBM3") is the more precise value.
-        first = gpus[0].value.lower()
-        same = [f for f in gpus if f.value.lower() in first or first in f.value.lower()]
-        a.req.gpu = max((f.value for f in same), key=len)
-        a.cite("gpu", same)
+    _gpu(a)
     counts = a.facts.get("gpu_count")
     count = single([f.value for f in counts])
     a.competing("gpu_count", counts, [f.value for f in counts])
     if count is not None:
         a.req.gpu_count = count
         a.cite("gpu_count", counts)
-    elif not counts and a.req.gpu and re.match(r"M[1-5] ", a.req.gpu):
-        a.req.gpu_count = 1  # Apple silicon: one device per machine
+
+
+def _gpu(a: Assembler) -> None:
+    """The device a line about the reporter's hardware names, else one named bare. Devices
+    that are one spelled twice ("H100", "H100 80GB HBM3") count once, the longer spelling
+    being the more precise; two different devices named as strongly compete."""
+    facts = a.facts.get("gpu") or a.facts.get("gpu_mention")
+    groups: dict[str, list[Fact]] = {}
+    for f in facts:
+        groups.setdefault(_device_core(f.value), []).append(f)
+    if len(groups) > 1:
+        firsts = [g[0] for g in groups.values()]
+        a.competing("gpu", firsts, [f.value for f in firsts])
+    elif groups:
+        same = next(iter(groups.values()))
+        # "Apple Silicon" names the family; "M3 Ultra" the chip.
+        a.req.gpu = max((f.value for f in same), key=lambda v: (v != "Apple Silicon", len(v)))
+        a.cite("gpu", same)
+
+
+def _device_core(name: str) -> str:
+    """The device a spelling names: `A100-SXM-80GB` and `A100 80G` are one A100, and Apple's
+    chips are one machine whatever the spelling."""
+    low = name.lower()
+    if low.startswith("apple") or re.match(r"m[1-5] ", low):
+        return "apple"
+    m = re.match(r"(rtx\s?(?:pro\s?)?(?:a)?\d{4}|[a-z]+\d+[a-z]?)", low)
+    return m.group(1).replace(" ", "") if m else low
 
 
 def _run_or_prose(a: Assembler, name: str,
@@ -312,16 +343,32 @@ def decide_sampling(a: Assembler) -> None:
     if value_i is not None:
         a.cite("max_tokens", maxes)
 
+    _concurrency(a)
+
+
+def _concurrency(a: Assembler) -> None:
+    """One client concurrency: a client flag, a benchmark's batch size, `--max-num-seqs 1`,
+    the prose, or (weakest) the running-request count every decode log line agrees on.
+    Null when the thread sweeps it ("at concurrency > 8", "high-concurrency loads")."""
     conc = a.values("concurrency") or [f for f in a.values("batch_size")
                                        if "bench" in f.text or "one_batch" in f.text]
-    value_c = single([as_int(f.value, 1, 1_000_000) for f in conc])
-    if value_c is None and not conc:
+    value = single([as_int(f.value, 1, 1_000_000) for f in conc])
+    if value is None and not conc:
         seqs = [f for f in a.values("max_num_seqs") if as_int(f.value) == 1]
         conc = seqs or a.facts.get("concurrency")
-        value_c = single([as_int(f.value) for f in conc])
+        value = single([as_int(f.value, 1, 1_000_000) for f in conc])
+    if not conc and (logs := a.facts.get("concurrency_log")):
+        conc = logs
+        value = single([as_int(f.value, 1, 1_000_000) for f in logs])
     a.competing("concurrency", conc, [as_int(f.value, 1, 1_000_000) for f in conc])
-    a.req.concurrency = value_c
-    if value_c is not None:
+    sweep = a.facts.get("concurrency_sweep")
+    if sweep and value is not None:
+        a.conflicts["concurrency"] = (
+            f"concurrency {value} is stated, but line {sweep[0].line} speaks of several "
+            f"({sweep[0].value!r}); left empty for the reporter to confirm")
+        value = None
+    a.req.concurrency = value
+    if value is not None:
         a.cite("concurrency", conc)
 
 

@@ -1,4 +1,11 @@
-"""GPUs and their count named in sentences: "8x H200", "two A100 GPUs", "on an L40S"."""
+"""GPUs and their count named in sentences: "8x H200", "two A100 GPUs", "on an L40S",
+"single RTX 4090", "RTX PRO 6000 * 1", "80GB A100", "Apple Silicon".
+
+A device in a line that says whose hardware it is ("GPU:", "tested on", "8x") is a `gpu`
+fact; a device named bare is a weaker `gpu_mention`, and one in a line about someone
+else's results (a paper, another issue) is not the reporter's at all. A count needs
+words that state it: a machine's name ("Mac Studio M3 Ultra") does not.
+"""
 
 from __future__ import annotations
 
@@ -7,51 +14,81 @@ import re
 from triagebot.parse.common import Facts, canonical_gpu
 from triagebot.parse.prose.lines import Line
 
-_GPU_RE = re.compile(
-    r"(?:(?<![\w-])|(?<=\d[x×*]))((?:NVIDIA\s+|GeForce\s+|AMD\s+|Instinct\s+)*"
-    r"(?:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?|H20|L4|L40S?|T4|V100|P100|A6000|RTX\s?(?:PRO\s?)?\d{4}"
-    r"(?:\s?Ti|\s?Ada)?|RTX\s?A\d{4}|MI\d{3}X?|M[1-5]\s(?:Pro|Max|Ultra)|Gaudi\s?\d?)"
-    r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3e?|\d{2,3}\s?GB|80G|40G|Ti))*)(?![\w])"
+# Device names: NVIDIA's data-centre and workstation parts, AMD Instinct, Apple silicon,
+# Intel Gaudi and Arc, Huawei Ascend. Letters match in either case ("a100", "rtx4090").
+_NAME = (
+    r"(?:(?i:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?X?|H20|L4|L40S?|T4|V100|P100|A6000|"
+    r"RTX\s?(?:PRO\s?)?\d{4}(?:\s?Ti|\s?Ada)?|RTX\s?A\d{4}|MI\d{3}X?)|"
+    r"M[1-5]\s(?:Pro|Max|Ultra)|Apple\s(?:Silicon|M[1-5](?:\s(?:Pro|Max|Ultra))?)|"
+    r"Gaudi\s?\d?|Arc\s?[AB]\d{3}|Ascend\s?\d{3}[A-Z]?\d?)"
 )
+_SUFFIX = r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3e?|\d{2,3}\s?GB|80G|40G|Ti))*"
+_GPU_RE = re.compile(
+    r"(?:(?<![\w-])|(?<=\d[x×*]))((?:\d{2,3}\s?GB\s+)?(?:NVIDIA\s+|GeForce\s+|AMD\s+|"
+    r"Instinct\s+)*" + _NAME + _SUFFIX + r")(?![\w])")
+_SIZE_FIRST_RE = re.compile(r"^(\d{2,3}\s?GB)\s+(.*)$")
 _GPU_COUNT_RE = re.compile(
     r"(?<![\w.])(\d{1,2})\s?[x×*]\s?(?=(?:NVIDIA\s+)?(?:GB\d|[ABHL]\d|H20|RTX|MI\d|V100|T4|A6000))",
     re.I,
 )
+# "RTX PRO 6000 * 1", "H100 x8", "A100×4": the count after the device.
+_COUNT_AFTER_RE = re.compile(r"(?<![\w])" + _NAME + _SUFFIX + r"\s?[x×*]\s?(\d{1,2})\b(?![.\d])")
 _GPU_N_RE = re.compile(r"(?<![\w.])(\d{1,2})\s?(?:x\s?)?GPUs?\b", re.I)
-# "two H20 GPUs", "four A100 cards": a count in words right before a device and its noun.
-_COUNT_WORDS = {"two": 2, "three": 3, "four": 4, "six": 6, "eight": 8, "sixteen": 16}
+# "two H20 GPUs", "a single A6000", "one RTX 4090": a count in words before a device.
+_COUNT_WORDS = {"single": 1, "one": 1, "two": 2, "three": 3, "four": 4, "six": 6, "eight": 8,
+                "sixteen": 16}
 _GPU_WORD_COUNT_RE = re.compile(
     r"\b(two|three|four|six|eight|sixteen)\s+(?:NVIDIA\s+)?(?:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?|H20|"
-    r"L4|L40S?|RTX\s?\d{4}|MI\d{3}X?)\w*(?:\s\w+)?\s+(?:GPUs?|cards?|devices?)\b", re.I)
+    r"L4|L40S?|RTX\s?\d{4}|MI\d{3}X?)\w*(?:\s\w+)?\s+(?:GPUs?|cards?|devices?)\b|"
+    r"\b(single|one)\s+(?:(?:NVIDIA|GeForce)\s+)?(?=" + _NAME + r"|GPU\b)", re.I)
 # Words that make an A/B/H/L-number token something other than a GPU.
 _NOT_GPU_CONTEXT = re.compile(r"(\w-|A3B|layer|head|step|size)$", re.I)
+# A name of two digits (A10, H20, L40) is a GPU only in a line about hardware.
+_SHORT_NAME_RE = re.compile(r"[ABHL]\d{2}[A-Z]?|L4|T4", re.I)
+# Someone else's results: a paper, another issue, another engine's claim.
+_ELSEWHERE_RE = re.compile(r"\bpaper\b|\breported (?:in|by)\b|(?<!\w)#\d{3,}|\bblog\b|"
+                           r"\bthey (?:got|get|report|measured)", re.I)
 
 
 def gpus(lines: list[Line], facts: Facts) -> None:
     for no, text, kind in lines:
+        elsewhere = bool(_ELSEWHERE_RE.search(text))
+        own = (_gpu_context(text) and kind != "code") or kind == "title"
         for m in _GPU_RE.finditer(text):
             raw = m.group(1)
             before = text[max(0, m.start() - 6):m.start()]
-            if _NOT_GPU_CONTEXT.search(before) or re.fullmatch(r"[ABL]\d{2}", raw.strip()):
-                continue  # "A3B", "-A10" inside model names; bare "B200" checked below
-            name = canonical_gpu(raw)
-            if re.fullmatch(r"[ABHL]\d{2,3}[A-Z]?", name) and not _gpu_context(text):
+            if _NOT_GPU_CONTEXT.search(before):
+                continue  # "A3B", "-A10" inside model names
+            name = _as_written(raw)
+            if _SHORT_NAME_RE.fullmatch(name) and not own:
                 continue
-            facts.add("gpu", name, no, text, "prose", kind)
+            if not elsewhere:
+                facts.add("gpu" if own else "gpu_mention", name, no, text, "prose", kind)
+        if elsewhere:
+            continue
         for m in _GPU_COUNT_RE.finditer(text):
             facts.add("gpu_count", int(m.group(1)), no, text, "prose", kind)
-        low = text.lower()
-        if "gpu" in low or "card" in low or "device" in low:  # the pattern's noun: cheap gate
-            for m in _GPU_WORD_COUNT_RE.finditer(text):
-                facts.add("gpu_count", _COUNT_WORDS[m.group(1).lower()], no, text, "prose",
-                          kind)
+        for m in _COUNT_AFTER_RE.finditer(text):
+            facts.add("gpu_count", int(m.group(1)), no, text, "prose", kind)
+        for m in _GPU_WORD_COUNT_RE.finditer(text):
+            word = (m.group(1) or m.group(2)).lower()
+            facts.add("gpu_count", _COUNT_WORDS[word], no, text, "prose", kind)
         for m in _GPU_N_RE.finditer(text):
             n = int(m.group(1))
             if 0 < n <= 64:
                 facts.add("gpu_count", n, no, text, "prose", kind)
 
 
+def _as_written(raw: str) -> str:
+    """The device without vendor words, its memory size after its name ("80GB A100" is
+    written "A100 80GB" by the rest of the world)."""
+    name = canonical_gpu(raw)
+    m = _SIZE_FIRST_RE.match(name)
+    return f"{canonical_gpu(m.group(2))} {m.group(1)}" if m else name
+
+
 def _gpu_context(text: str) -> bool:
     return bool(re.search(r"gpu|nvidia|cuda|machine|card|node|\b(?:on|with|using)\s+"
-                          r"(?:an?\s+|one\s+|a single\s+|single\s+|\d+\s+)?[ABHL]\d|"
-                          r"\d\s?[x×*]\s?[ABHL]\d|hardware|device|sxm|hbm|pcie", text, re.I))
+                          r"(?:an?\s+|one\s+|a single\s+|single\s+|\d+\s+|my\s+|our\s+|"
+                          r"\d{2,3}\s?GB\s+)?[ABHLM]\d|\d\s?[x×*]\s?[ABHL]\d|hardware|device|"
+                          r"sxm|hbm|pcie|\bsm_?\d{2,3}|apple|metal|mac\b", text, re.I))

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-Line = tuple[int, str, str]  # (line number, text, kind: "title" | "prose")
+from triagebot.parse.document import Layout
+
+Line = tuple[int, str, str]  # (line number, text, kind: "title" | "prose" | "code")
 
 
-def iter_lines(title: str | None, body: list[str]) -> Iterator[Line]:
+def iter_lines(title: str | None, body: list[str], layout: Layout | None = None) -> Iterator[Line]:
+    """The title (line 0), then each non-empty line; a line inside a code block is of kind
+    "code" when `layout` says where code is."""
     if title:
         yield (0, title, "title")
     for i, text in enumerate(body, start=1):
         if text:
-            yield (i, text, "prose")
+            yield (i, text, "code" if layout is not None and not layout.is_text(i - 1)
+                   else "prose")
 
 
 def table_rows(lines: list[Line]) -> Iterator[tuple[int, str, str, list[str], list[str]]]:

@@ -32,7 +32,8 @@ _VER = r"v?(" + VERSION_PATTERN + r")"
 # "vLLM 0.17.1", "vllm==0.10.1", "vLLM version: 0.9.2", "VLLM is 0.5.0", "sglang v0.4.6.post1"
 _ENGINE_VERSION_RE = re.compile(
     r"(?<![\w/.-])(vllm[-_]mlx|vllm[-_]ascend|vllm|sglang|llama\.cpp|tensorrt[-_]llm|trt-?llm)"
-    r"(?![\w-])[\s:=*`'\"]{0,4}(?:(?:version|release|ver\.?)s?\b[\s:=*`'\"(]{0,4})?"
+    r"(?![\w-])[\s:=*`'\"]{0,4}(?:(?:nightly|dev build|main)\b(?: build| wheel)?"
+    r"[\s:=*`'\"(]{0,4})?(?:(?:version|release|ver\.?)s?\b[\s:=*`'\"(]{0,4})?"
     r"(?:(?:is|was|of|on|at)\s+)?(?:==|>=|~=|@|-)?\s?" + _VER + r"(?!\w|\.\w)",
     re.I,
 )
@@ -40,8 +41,13 @@ _ENGINE_VERSION_RE = re.compile(
 # `lmsysorg/sglang:v0.4.9.post2-cu126`.
 _IMAGE_TAG_RE = re.compile(r"\b(vllm/vllm-openai|lmsysorg/sglang)\s*:\s*" + _VER +
                            r"(?=$|[\s`'\"),;-])", re.I)
-_LLAMA_BUILD_RE = re.compile(r"(?:llama\.cpp|\bbuild)\W{0,3}(?:build\W{0,3})?(?:version\W{0,3})?"
-                             r"(b\d{4,5})\b", re.I)
+_LLAMA_BUILD_RE = re.compile(r"(?:llama[.-](?:cpp|server|cli|bench)|\bbuild|\bggml)\W{0,3}"
+                             r"(?:build\W{0,3})?(?:version\W{0,3})?(b\d{4,5})\b", re.I)
+# `version: v0.10.0` as an environment list writes it, no package named before the word,
+# and `version: 9330 (328874d05)` as `llama-server --version` prints its build.
+_VERSION_LABEL_RE = re.compile(r"^\W*(?:version|release)\s*[:=]\s*[`'\"]?(v?\d[\w.+]*)"
+                               r"(?:\s|$|[`'\"(])", re.I)
+_PIP_NAME_RE = re.compile(r"^\s*Name:\s*\S", re.I)
 _BARE_V_VERSION_RE = re.compile(r"(?<![\w.=/-])v(\d+\.\d+\.\d+(?:(?:rc)\d+)?)(?!\w|\.\w)")
 _FROM_TO_RE = re.compile(r"(?:\bfrom|\bupgrad\w*|\bupdat\w*)\s+(?:vllm\s+|sglang\s+)?"
                          + _VER + r"\s+(?:to|->|→)\s+" + _VER + r"(?!\w|\.\w)", re.I)
@@ -66,6 +72,7 @@ def engine_mentions(lines: list[Line], facts: Facts) -> None:
 
 def versions(lines: list[Line], facts: Facts) -> None:
     """Engine versions written next to an engine's name, or in upgrade statements."""
+    package_above = False  # `pip show X` prints `Name: X` above `Version:`
     for no, text, kind in lines:
         low = text.lower()
         for m in _ENGINE_VERSION_RE.finditer(text):
@@ -99,6 +106,9 @@ def versions(lines: list[Line], facts: Facts) -> None:
                 ver = canonical_version(m.group(1))
                 if ver:
                     facts.add("version_upgrade", ver, no, text, "prose", kind)
+        if kind != "title" and not package_above and (m := _VERSION_LABEL_RE.match(text)):
+            facts.add("version_label", m.group(1), no, text, "prose", kind)
+        package_above = bool(_PIP_NAME_RE.match(text))
         for m in _BARE_V_VERSION_RE.finditer(text):
             before = text[max(0, m.start() - 16):m.start()]
             if not _OTHER_PACKAGE_RE.search(before):
