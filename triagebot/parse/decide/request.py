@@ -33,19 +33,16 @@ from triagebot.parse.common import (
 from triagebot.parse.decide.arms import run_has_spec
 from triagebot.parse.decide.assembler import Assembler, single
 from triagebot.parse.decide.compare import decide_metrics, decide_scope
+from triagebot.parse.decide.method import decide_method, decide_spec_tokens
 from triagebot.parse.decide.modality import decide_modality
 from triagebot.parse.decide.modes import decide_modes
-from triagebot.parse.decide.setup import (
+from triagebot.parse.decide.settings import (
     decide_configs,
-    decide_engine,
     decide_hardware,
-    decide_method,
-    decide_models,
     decide_parallel,
     decide_sampling,
-    decide_spec_tokens,
-    decide_version,
 )
+from triagebot.parse.decide.setup import decide_engine, decide_models, decide_version
 from triagebot.parse.envdump import EnvDump
 from triagebot.parse.runs import spec_config_settings
 

@@ -106,8 +106,9 @@ def versions(lines: list[Line], facts: Facts) -> None:
                 ver = canonical_version(m.group(1))
                 if ver:
                     facts.add("version_upgrade", ver, no, text, "prose", kind)
-        if kind != "title" and not package_above and (m := _VERSION_LABEL_RE.match(text)):
-            facts.add("version_label", m.group(1), no, text, "prose", kind)
+        label = _VERSION_LABEL_RE.match(text) if kind != "title" and not package_above else None
+        if label:
+            facts.add("version_label", label.group(1), no, text, "prose", kind)
         package_above = bool(_PIP_NAME_RE.match(text))
         for m in _BARE_V_VERSION_RE.finditer(text):
             before = text[max(0, m.start() - 16):m.start()]

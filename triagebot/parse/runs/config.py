@@ -23,6 +23,7 @@ from triagebot.parse.python import PyCall, PyFacts
 
 Value = tuple[Any, int, str]  # (value, line, line text)
 
+_BUILD_STEP_RE = re.compile(r"convert|quantiz|\bbuild|-build|export", re.I)
 ENGINE_CALLS = ("LLM", "vllm.LLM", "EngineArgs", "AsyncEngineArgs", "sgl.Engine",
                 "sglang.Engine", "Engine")
 SAMPLING_CALLS = ("SamplingParams", "vllm.SamplingParams", "GenerationConfig")
@@ -42,6 +43,8 @@ class RunConfig:
     # competing reading, kept here so it is not silently outvoted by the first.
     later: list[tuple[str, Value]] = field(default_factory=list)
     keep_later: bool = False
+    # A step that converts, quantises or builds a checkpoint rather than serving it.
+    build: bool = False
 
     def get(self, key: str) -> Any:
         item = self.settings.get(key)
@@ -66,7 +69,8 @@ def from_invocations(invocations: list[Invocation], lines: list[str]) -> list[Ru
         if program.endswith(CLIENT_PROGRAMS) or program.startswith(CLIENT_PROGRAMS):
             engine_side = False
         run = RunConfig(program, inv.line, inv.text, engine_side,
-                        name=_label_before(lines, inv.line), env=dict(inv.env))
+                        name=_label_before(lines, inv.line), env=dict(inv.env),
+                        build=bool(_BUILD_STEP_RE.search(program)))
         positional_seen = False
         for arg in inv.args:
             text = lines[arg.line - 1] if 0 < arg.line <= len(lines) else inv.text
