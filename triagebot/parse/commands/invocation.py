@@ -15,6 +15,8 @@ MAX_WORDS = 5_000  # words read from one command; real ones have a few hundred
 TEXT_CHARS = 2000  # Invocation.text is cut at this length
 HEAD_CHARS = 400  # how much of a line is looked at to decide if it starts a command
 BRACKET_STACK_CAP = 10_000
+# The program of flags quoted without one (`--speculative-config '{...}'` in a sentence).
+FRAGMENT = "(flags)"
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from triagebot.parse.commands.invocation import (
+    FRAGMENT,
     HEAD_CHARS,
     MAX_LIST_LINES,
     MAX_VALUE_CHARS,
@@ -54,6 +55,9 @@ class ListReader(CommandReader):
             if count >= 50:
                 break
             span = m.group(1)
+            if span.lstrip().startswith("--"):
+                self._fragment(i, span)
+                continue
             cm = CMD_HEAD.match(span)
             if not cm or not self._known_word(cm.group(1)):
                 continue
@@ -61,6 +65,18 @@ class ListReader(CommandReader):
             lmap.add(0, i + 1)
             for seg in split_ops(tokenize(span, self.vars)):
                 self._invocation(seg, lmap, span, False, "inline")
+
+    def _fragment(self, i: int, text: str) -> None:
+        """Flags quoted without their program (`--speculative-config '{...}'`): the
+        settings the reporter gave, whatever ran them."""
+        words = [w for w in tokenize(text, self.vars) if w.kind == "word"]
+        if not words or not is_flag(words[0].text):
+            return
+        lmap = LineMap()
+        lmap.add(0, i + 1)
+        self.out.invocations.append(Invocation(
+            program=FRAGMENT, line=i + 1, text=text[:TEXT_CHARS],
+            args=parse_args(words, lmap), env={}, source="inline"))
 
     # -- YAML / JSON argument lists, after the inline commands above
 

@@ -48,6 +48,8 @@ def canonical_method(raw: object) -> str | None:
     text = _METHOD_ALIASES.get(text, text)
     if text.endswith("_mtp") or text.endswith("-mtp") or text == "mtp":
         return "mtp"
+    if text.startswith(("ngram", "n-gram")):  # llama.cpp's ngram-cache, ngram-simple...
+        return "ngram"
     return text if text in SPEC_METHODS else None
 
 

@@ -46,7 +46,11 @@ FLAGS: dict[str, str] = {
     **dict.fromkeys(_SPEC_TOKEN_FLAGS, "num_speculative_tokens"),
     "--speculative-algorithm": "method", "--speculative-algo": "method",
     "--spec-method": "method", "--speculative-method": "method", "--method": "method",
-    "--spec-decode-method": "method",
+    "--spec-decode-method": "method", "--spec-type": "method",
+    # vLLM's legacy n-gram flags, and their prompt-lookup spellings elsewhere.
+    "--ngram-prompt-lookup-max": "prompt_lookup", "--ngram-prompt-lookup-min": "prompt_lookup",
+    "--prompt-lookup-max": "prompt_lookup", "--prompt-lookup-min": "prompt_lookup",
+    "--prompt-lookup-num-tokens": "prompt_lookup", "--lookup-ngram-min": "prompt_lookup",
     "--enable-mtp": "mtp_flag",
     "--enforce-eager": "enforce_eager", "--disable-cuda-graph": "enforce_eager",
     "--no-cuda-graph": "enforce_eager",

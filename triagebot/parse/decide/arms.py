@@ -18,7 +18,7 @@ _ARM_NO_SPEC_RE = re.compile(
 _ARM_SPEC_RE = re.compile(
     r"spec(?:ulat\w*|[-_ ]?dec\w*)?\b|\bmtp\d?\b|\beagle[-_]?\d?\b|\bn-?gram\b|\bdraft\b|"
     r"\bmedusa\b|\bdflash\b|\bsuffix\b|\bnextn\b|prompt[-_ ]lookup|\bk\s?=\s?\d", re.I)
-_ARM_EAGER_RE = re.compile(r"\beager\b|no[-_ ]?(?:cuda[-_ ]?)?graphs?\b|"
+_ARM_EAGER_RE = re.compile(r"\beager\b|no[-_ ]?(?:cuda[-_ ]?)?graphs?\b|\bno[-_ ]?cg\b|"
                            r"(?:cuda[-_ ]?graphs?|cudagraphs?)[-_ :=]*(?:off|none|disabled?)\b",
                            re.I)
 _ARM_GRAPH_RE = re.compile(r"(?<!no )(?<!no-)(?<!no_)\b(?:cuda[-_ ]?graphs?|cudagraphs?|"
@@ -40,19 +40,35 @@ def arm_kinds(name: str) -> set[str]:
     return kinds
 
 
+def engine_runs_of(runs: list[RunConfig]) -> list[RunConfig]:
+    return [r for r in runs if r.engine_side and not r.build]
+
+
 def run_has_spec(run: RunConfig) -> bool:
     return any(run.get(k) not in (None, "", {}) for k in _SPEC_KEYS)
 
 
-def measured_symptom(reported: list[ReportedNumber], spec: bool) -> tuple[str, str] | None:
+def measured_symptom(reported: list[ReportedNumber], spec: bool,
+                     runs: list[RunConfig]) -> tuple[str, str] | None:
     """A problem the numbers state: the spec arm's tok/s below the baseline's, or the
     graph arm's below eager's, with the figures. Only arms whose names say which is which
-    count."""
+    count, and numbers printed below a command of runs that differ in speculation: those
+    belong to the command above them."""
+    engine_runs = sorted(engine_runs_of(runs), key=lambda r: r.line)
+    split = len({run_has_spec(r) for r in engine_runs}) > 1
     speeds: dict[str, list[tuple[float, str]]] = {}
     for num in reported:
-        if num.metric == "output_tok_s" and num.arm:
+        if num.metric != "output_tok_s":
+            continue
+        if num.arm:
             for kind in arm_kinds(num.arm):
                 speeds.setdefault(kind, []).append((num.value, num.arm))
+        elif split and num.evidence is not None:
+            above = [r for r in engine_runs if r.line < num.evidence.line]
+            if above:
+                run = above[-1]
+                kind = "spec" if run_has_spec(run) else "no_spec"
+                speeds.setdefault(kind, []).append((num.value, f"the run at line {run.line}"))
     for on, off, symptom in (("spec", "no_spec", "spec_slower_than_baseline"),
                              ("cudagraph", "eager", "graph_slower_than_eager")):
         if (on == "spec" and not spec) or not speeds.get(on) or not speeds.get(off):

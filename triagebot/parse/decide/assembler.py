@@ -60,18 +60,17 @@ class Assembler:
 
     def add_run_facts(self) -> None:
         for run in self.runs + ([self.sampling] if self.sampling else []):
+            # Every run's settings under `run:`, the engine's own also under `engine:`.
+            prefixes = ("run", "engine") if run.engine_side else ("run",)
             for key, (value, line, text) in [*run.settings.items(), *run.later]:
-                self.facts.add(f"run:{key}", value, line, text, run.source)
-                if key == "spec_config":
-                    for sub, val in spec_config_settings(value).items():
-                        self.facts.add(f"run:{sub}", val, line, text, run.source)
+                for prefix in prefixes:
+                    self.facts.add(f"{prefix}:{key}", value, line, text, run.source)
+                    if key == "spec_config":
+                        for sub, val in spec_config_settings(value).items():
+                            self.facts.add(f"{prefix}:{sub}", val, line, text, run.source)
 
     def values(self, key: str, engine_side_only: bool = False) -> list[Fact]:
-        facts = self.facts.get(f"run:{key}")
-        if engine_side_only:
-            client_lines = {r.line for r in self.runs if not r.engine_side}
-            facts = [f for f in facts if f.line not in client_lines]
-        return facts
+        return self.facts.get(f"{'engine' if engine_side_only else 'run'}:{key}")
 
 
 def single(values: list[Any]) -> Any:

@@ -28,9 +28,9 @@ def decide_scope(a: Assembler, numbers: list[ReportedNumber]) -> None:
         traceback="Traceback (most recent call last)" in a.wording.body,
     )
     v = classify(a.wording, signals)
+    measured = measured_symptom(numbers, v.is_spec, a.runs) if v.in_scope else None
     symptom, why = decide_symptom(a.wording, v.is_spec, v.in_scope and v.graph, v.crash,
-                                  v.graph_crash,
-                                  measured_symptom(numbers, v.is_spec) if v.in_scope else None)
+                                  v.graph_crash, measured)
     a.req.in_scope = v.in_scope
     a.req.is_spec_decode_perf_report = v.is_spec
     a.req.symptom = symptom  # type: ignore[assignment]

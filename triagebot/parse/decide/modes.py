@@ -15,7 +15,7 @@ from triagebot.model import ReportedNumber
 from triagebot.parse.common import Fact, as_bool, canonical_mode
 from triagebot.parse.decide.arms import arm_kinds, run_has_spec
 from triagebot.parse.decide.assembler import Assembler
-from triagebot.parse.decide.words import EFFECT_RE, baseline_words, hits
+from triagebot.parse.decide.words import EFFECT_RE, RAN_RE, baseline_words, hits
 
 _ENCODER_RE = re.compile(r"\bvit\b|vision (?:encoder|tower)|mm[-_ ]encoder|encoder[-_ ]"
                          r"(?:cuda ?graph|cudagraph|graph)|cudagraph_mm_encoder|vit_cuda_graph",
@@ -114,7 +114,8 @@ def _spec_modes(a: Assembler, modes: _Modes, joined: str, arms: dict[str, Fact])
     # A run is described: a command or config that speculates, numbers, a stated effect
     # ("1.76x", "a 30% drop") or a baseline. A PR that only renames a log line is not one.
     described = bool(spec_runs or req.reported or arms or hits(EFFECT_RE, joined, 1)
-                     or baseline_words(joined))
+                     or hits(RAN_RE, joined, 1) or baseline_words(joined)
+                     or req.symptom == "crash")
     if (req.is_spec_decode_perf_report and described) or spec_runs:
         modes.add("spec", _first(a.values("spec_config") + a.values("method")
                                  + a.values("mtp_flag")))

@@ -77,7 +77,8 @@ VERSION_REGRESSION_RE = _rx(
 BUG_RE = _rx(
     r"\bbug(?:fix)?\b|\bfix(?:es|ed)?\b|misleading|\bno-?op\b|silently|\bbypass\w*|\bbroken\b|"
     r"\bincorrect\b|\bwrong\b|\bnever\b|\bunexpected\w*|\bnot (?:work|captured|applied|used)|"
-    r"\bunchanged\b|\bidentical\b|\bcorrupt\w*|\binvalid\b"
+    r"\bunchanged\b|\bidentical\b|\bcorrupt\w*|\binvalid\b|\bregress\w*|\boverhead\b|"
+    r"\bdowngrad\w*"
 )
 FEATURE_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:support|add|apply|implement|enable|"
                        r"introduce|use|optimi[sz]e|speed ?up|accelerate|refactor|expose)\b")

@@ -110,6 +110,9 @@ def baseline_words(text: str) -> list[str]:
     if "baseline" in text.lower() and _OTHER_BASELINE_RE.search(text):
         text = _OTHER_BASELINE_RE.sub(" ", text)
     return hits(NO_SPEC_RE, text, 1) or hits(STANDARD_BASELINE_RE, text, 1)
+# The thread ran something: it benchmarked, tested, measured, profiled or reproduced it.
+RAN_RE = _rx(r"\b(?:benchmark(?:ed|ing)|benchmark(?:ing)? (?:results?|summary)|tested|measured|"
+             r"observed?|stress test|test results?|profil(?:ed|ing)|reproduced|reproducible)\b")
 # A stated effect of a run: a speed-up factor, a percentage change, a comparison of speed.
 EFFECT_RE = _rx(
     r"(?<![\w.])\d+(?:\.\d+)?\s?[x×](?![\w])|[-−+~]?\d+(?:\.\d+)?\s?%\s*(?:\w+\s+){0,2}?"

@@ -44,7 +44,7 @@ def norm_label(text: str) -> str:
 
 def parse_cell(cell: str) -> tuple[float, str] | None:
     """A table cell holding one number (maybe `~`, a unit, `%`, bold) → (value, suffix)."""
-    text = cell.replace("*", "").replace("`", "").strip()
+    text = cell.replace("*", "").replace("`", "").strip().lstrip("↓↑▲▼⬇⬆ ")
     if not text or len(text) > 40:
         return None
     match = CELL_RE.match(text)
@@ -228,7 +228,14 @@ def row_width(line: str) -> int:
     return count
 
 
-def header_arms(header: str, width: int) -> list[str] | None:
+# A column of differences between the arms ("Δ", "diff", "speedup"): not an arm.
+DELTA_HEADER_RE = re.compile(r"^\s*(?:Δ|delta|diff\w*|change|gain|improvement|speed-?up|"
+                             r"ratio|%|vs\.?)\s*(?:\(%\))?\s*$", re.I)
+
+
+def header_arms(header: str, width: int) -> list[str | None] | None:
+    """The arm each value column of a metric row belongs to, from the table's header;
+    None for a column of differences."""
     if not header:
         return None
     cells = [clean_label(c) for c in split_cells(header)[0]]
@@ -238,7 +245,7 @@ def header_arms(header: str, width: int) -> list[str] | None:
         return None
     if not all(cells):
         return None
-    return cells
+    return [None if DELTA_HEADER_RE.search(c) else c for c in cells]
 
 
 def prose_label(line: str) -> tuple[str | None, str]:

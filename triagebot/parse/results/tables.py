@@ -47,6 +47,11 @@ class TableReader(ToolReader):
             return False
         known = row_metric(label)
         table_kind = kind in ("pipe", "tab")
+        if known is None and table_kind and len(values) >= 2:
+            # `| Mean TTFT | 81.8 ms | 76.8 ms |`: a metric per row, an arm per column.
+            metric = classify_header(label)
+            if metric is not None and metric.name != "speedup":
+                known = (metric, metric.name)
         if len(values) == 1 and (known is not None or not table_kind):
             return self._single_row(idx, label, known, values[0])
         if is_code(line):
@@ -55,7 +60,7 @@ class TableReader(ToolReader):
         if known is not None:
             arms = header_arms(header, len(values))
             for pos, value in enumerate(values):
-                if value is not None:
+                if value is not None and not (arms and arms[pos] is None):
                     arm = arms[pos] if arms else None
                     self._emit(idx, known[0], value[0], arm, name=known[1], percent=value[1] == "%")
             return True

@@ -30,6 +30,7 @@ from triagebot.parse.results.words import (
     LOOKBACK_LINES,
     MAX_LINE,
     NUMBER_RE,
+    PROGRESS_SPEED,
     ROW_LABELS,
     SGLANG_SEG,
     SOURCE,
@@ -187,6 +188,13 @@ class ToolReader(_ScanState):
         return True
 
     def _tool_line(self, idx: int, line: str) -> bool:
+        if "est. speed" in line:
+            # vLLM's offline progress bar ends on the run's measured speed.
+            match = PROGRESS_SPEED.search(line)
+            if match:
+                self._emit(idx, Metric("output_tok_s", TOK_S), as_number(match.group(1)),
+                           self._arm_here(idx))
+                return True
         if "Throughput:" in line and "requests/s" in line:
             match = BENCH_THROUGHPUT.search(line)
             if match:

@@ -110,6 +110,7 @@ LLAMA_DECODED = re.compile(
     r"decoded\s+\d+\s+tokens\s+in\s+[\d.]+\s+seconds,\s+speed:\s+" + NUMBER + r"\s*t/s"
 )
 LLAMA_EVAL = re.compile(r"^\s*(?:\S+\s+)?eval time\s*=.*?,\s*" + NUMBER + r"\s+tokens per second")
+PROGRESS_SPEED = re.compile(r"est\. speed input: [\d.,]+ toks/s, output: " + NUMBER + r" toks/")
 LLAMA_COUNT = re.compile(r"^\s*(n_drafted|n_accept)\s*=\s*(\d+)\s*$")
 LLAMA_ACCEPT = re.compile(r"^\s*accept\s*=\s*" + NUMBER + r"\s*%\s*$")
 LLAMA_RATE = re.compile(r"draft acceptance rate\s*=\s*" + NUMBER + r"\s*(%)?")

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from triagebot.parse.commands import Invocation, parse_json_value
+from triagebot.parse.commands import FRAGMENT, Invocation, parse_json_value
 from triagebot.parse.common import (
     CLIENT_PROGRAMS,
     ENGINE_PROGRAMS,
@@ -81,8 +81,19 @@ def from_invocations(invocations: list[Invocation], lines: list[str]) -> list[Ru
                 positional_seen = True
                 continue
             _put_flag(run, program, arg.flag, arg.value, arg.line, text)
+        if program == FRAGMENT:
+            # Flags quoted in a sentence: their speculative and graph configs are what the
+            # reporter ran; anything else they may only be discussing.
+            run.engine_side = False
+            run.settings = {k: v for k, v in run.settings.items() if k in _FRAGMENT_SETTINGS}
+            if not run.settings:
+                continue
         runs.append(run)
     return runs
+
+
+_FRAGMENT_SETTINGS = frozenset({"spec_config", "method", "num_speculative_tokens", "draft",
+                                "compilation_config", "cudagraph_mode", "prompt_lookup"})
 
 
 def _put_flag(run: RunConfig, program: str, flag: str, value: str | None, line: int,
