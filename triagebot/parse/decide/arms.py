@@ -40,6 +40,24 @@ def arm_kinds(name: str) -> set[str]:
     return kinds
 
 
+# "Qwen3-8B + EAGLE3", "baseline w/ MTP": an arm that adds a method to another arm's name.
+_PLUS_METHOD_RE = re.compile(r"^(.+?)\s*(?:\+|w/|with)\s*(?:" + _ARM_SPEC_RE.pattern + r")",
+                             re.I)
+
+
+def kinds_of_arms(names: list[str]) -> dict[str, set[str]]:
+    """Each arm's kinds (`arm_kinds`), and an arm whose name another arm repeats with a
+    method added ("Qwen3-8B" beside "Qwen3-8B + EAGLE3") ran without speculation."""
+    kinds = {name: arm_kinds(name) for name in names}
+    lowered = {name.strip().lower(): name for name in names}
+    for name in names:
+        m = _PLUS_METHOD_RE.match(name.strip())
+        base = lowered.get(m.group(1).strip().lower()) if m else None
+        if base is not None and not kinds[base] & {"spec", "no_spec"}:
+            kinds[base] = kinds[base] | {"no_spec"}
+    return kinds
+
+
 def engine_runs_of(runs: list[RunConfig]) -> list[RunConfig]:
     return [r for r in runs if r.engine_side and not r.build]
 
@@ -57,11 +75,12 @@ def measured_symptom(reported: list[ReportedNumber], spec: bool,
     engine_runs = sorted(engine_runs_of(runs), key=lambda r: r.line)
     split = len({run_has_spec(r) for r in engine_runs}) > 1
     speeds: dict[str, list[tuple[float, str]]] = {}
+    kinds = kinds_of_arms(list(dict.fromkeys(n.arm for n in reported if n.arm)))
     for num in reported:
         if num.metric != "output_tok_s":
             continue
         if num.arm:
-            for kind in arm_kinds(num.arm):
+            for kind in kinds[num.arm]:
                 speeds.setdefault(kind, []).append((num.value, num.arm))
         elif split and num.evidence is not None:
             above = [r for r in engine_runs if r.line < num.evidence.line]

@@ -10,9 +10,13 @@ from triagebot.parse.decide.assembler import Assembler
 
 _NATIVE_MTP_MODEL_RE = re.compile(r"deepseek-(?:v3|r1)|qwen3[.-]?next|glm-4\.[5-9]|glm-5|mimo|"
                                   r"ernie-4\.5|kimi-k2|longcat|step-?3", re.I)
+# "Draft model" alone is what every method calls its drafter; the method it names is one
+# with a separate small model ("a draft model", "draft-model speculation", "standalone").
 _METHOD_WORD = (r"eagle[-_ ]?3|eagle[-_ ]?1?|mtp\d?|nextn|n-?gram|prompt[-_ ]lookup|"
-                r"draft[-_ ]model|medusa|dflash|suffix decoding")
+                r"draft[-_ ]model (?:speculat\w*|decoding|method)|(?:a|separate|small|smaller|"
+                r"standalone|independent) draft[-_ ]model|medusa|dflash|suffix decoding")
 _PROSE_METHOD_RE = re.compile(r"(?<![\w-])(" + _METHOD_WORD + r")(?![\w-])", re.I)
+_EAGLE_ONE_RE = re.compile(r"(?<![\w-])eagle[-_ ]?1(?![\w.-])|\bE1\b", re.I)
 # "EAGLE 3 is expected to be faster than EAGLE 1": the subject is the method under study.
 _SUBJECT_RE = re.compile(
     r"(?<![\w-])(" + _METHOD_WORD + r")(?![\w-])[^.\n]{0,80}?\b(?:faster|slower|better|worse|"
@@ -30,6 +34,10 @@ def decide_method(a: Assembler) -> None:
         found = _in_prose(a)
     if not found:
         return
+    if {m for m, _ in found} >= {"eagle", "eagle3"} and not any(
+            _EAGLE_ONE_RE.search(f.text) for m, f in found if m == "eagle"):
+        # "EAGLE" beside "EAGLE-3" names the family, unless "EAGLE-1" is named too.
+        found = [(m, f) for m, f in found if m != "eagle"]
     counts: Counter[str] = Counter(m for m, _ in found)
     distinct = list(counts)
     title = list(dict.fromkeys(m for m, f in found if f.kind == "title"))
@@ -40,9 +48,6 @@ def decide_method(a: Assembler) -> None:
         method = title[0]
     else:
         method = _under_study(a, counts)
-    if method == "eagle" and counts.get("eagle3") and not any(
-            m == "eagle" and f.kind not in ("title",) for m, f in found):
-        method = "eagle3"  # a title's "EAGLE" names the family; the body says which one
     if method is None:
         a.competing("spec_method", [f for _, f in found], [m for m, _ in found])
         return
@@ -75,6 +80,11 @@ def _configured(a: Assembler) -> list[tuple[str, Fact]]:
 
 def _in_prose(a: Assembler) -> list[tuple[str, Fact]]:
     found: list[tuple[str, Fact]] = []
+    # A draft checkpoint named in prose names its method too (`org/EAGLE3-LLaMA3.1-8B`).
+    for f in a.facts.get("draft_prose"):
+        method = _method_of_draft(str(f.value))
+        if method:
+            found.append((method, f))
     lines = ((0, a.wording.title, "title"), *((no, t, "prose") for no, t in a.wording.prose_lines))
     for no, text, kind in lines:
         for m in _PROSE_METHOD_RE.finditer(text):
@@ -84,8 +94,19 @@ def _in_prose(a: Assembler) -> list[tuple[str, Fact]]:
     return found
 
 
+def _method_of_draft(name: str) -> str | None:
+    low = name.lower().replace("-", "").replace("_", "")
+    for key, method in (("eagle3", "eagle3"), ("eagle", "eagle"), ("medusa", "medusa"),
+                        ("dflash", "dflash")):
+        if key in low:
+            return method
+    return None
+
+
 def _canonical(word: str) -> str | None:
     low = word.lower()
+    if "draft" in low:
+        return "draft_model"
     if low.startswith("mtp"):
         low = re.sub(r"\d$", "", low)
     return canonical_method(re.sub(r"[ ]", "_", low))

@@ -13,7 +13,7 @@ import re
 
 from triagebot.model import ReportedNumber
 from triagebot.parse.common import Fact, as_bool, canonical_mode
-from triagebot.parse.decide.arms import arm_kinds, run_has_spec
+from triagebot.parse.decide.arms import kinds_of_arms, run_has_spec
 from triagebot.parse.decide.assembler import Assembler
 from triagebot.parse.decide.words import EFFECT_RE, RAN_RE, baseline_words, hits
 
@@ -82,8 +82,14 @@ def decide_modes(a: Assembler, reported: list[ReportedNumber]) -> None:
         if all(k in arms for k in pair):
             for k in pair:
                 modes.add(k, arms[k])
-    if a.values("encoder_graph"):
-        modes.add("cudagraph", _first(a.values("encoder_graph")))
+    encoder_graphs = a.values("encoder_graph") + [
+        f for f in a.values("compilation_config") if isinstance(f.value, dict) and any(
+            "encoder" in str(k) and as_bool(v) for k, v in f.value.items())]
+    if encoder_graphs:
+        # Encoder graphs switched on, and measured: against the encoder run eagerly.
+        modes.add("cudagraph", encoder_graphs[0])
+        if req.reported or hits(EFFECT_RE, joined, 1):
+            modes.add("eager", None)
     named = _prose_modes(a, modes, text_lines, configured, joined) if req.in_scope else set()
     # A graph mode set in a config is a mode compared when runs differ in it, when an
     # eager/graph axis is compared, or when the prose names another mode against it; one
@@ -122,7 +128,7 @@ def _spec_modes(a: Assembler, modes: _Modes, joined: str, arms: dict[str, Fact])
     if spec_runs and len(spec_runs) < len(engine_runs):
         baseline = next(r for r in engine_runs if not run_has_spec(r))
         modes.add("no_spec", Fact("mode", "no_spec", baseline.line, baseline.text, "cmdline"))
-    if req.in_scope and (req.spec_method or spec_runs) and baseline_words(joined):
+    if req.is_spec_decode_perf_report and baseline_words(joined):
         modes.add("no_spec", None)
 
 
@@ -178,7 +184,8 @@ def _prose_modes(a: Assembler, modes: _Modes, text_lines: list[tuple[int, str]],
         if _FULL_RE.search(t):
             modes.add("full", Fact("mode", "full", no, t, "prose"))
             qualified.add("full")
-        if _PIECEWISE_RE.search(t) and re.search(r"cuda ?graph|cudagraph|mode|vs", t, re.I):
+        if _PIECEWISE_RE.search(t) and re.search(r"cuda ?graph|cudagraph|graphs?\b|mode|vs", t,
+                                                 re.I):
             modes.add("piecewise", Fact("mode", "piecewise", no, t, "prose"))
             qualified.add("piecewise")
     for no, t in text_lines:
@@ -210,10 +217,11 @@ def _eager_named(text: str) -> bool:
 def _reported_arms(reported: list[ReportedNumber]) -> dict[str, Fact]:
     """The modes that arms of results tables, labelled blocks and result lines name."""
     arms: dict[str, Fact] = {}
+    kinds = kinds_of_arms(list(dict.fromkeys(n.arm for n in reported if n.arm)))
     for num in reported:
         if not num.arm:
             continue
-        for kind in arm_kinds(num.arm):
+        for kind in kinds[num.arm]:
             arms.setdefault(kind, Fact("mode", kind, num.evidence.line if num.evidence else 0,
                                        num.evidence.text if num.evidence else num.arm,
                                        "results"))

@@ -34,6 +34,7 @@ class Signals:
 
     spec_configured: bool = False  # a spec config, method flag or draft model was found
     graph_axis: bool = False  # runs differ in their graph setting, or encoder graphs are set
+    graph_shared: bool = False  # several runs, one graph setting (`--enforce-eager` on all)
     has_numbers: bool = False  # throughput/latency/acceptance numbers were reported
     traceback: bool = False
 
@@ -63,6 +64,8 @@ INSTALL_RE = _rx(r"\[installation\]|\binstall(?:ation|ing)? (?:error|fail)|not i
 DOCS_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:docs?(?:\([^)]*\))?\s*:|\[docs?\])|^\s*\[doc\]")
 # A graph crash is one the thread places at capture or replay, not any crash near graphs.
 CAPTURE_RE = _rx(r"\bcaptur\w*|\breplay\w*|cuda_?graph_runner|graph\.replay")
+_GRAPH_FLAG_RE = _rx(r"`?--?(?:enforce[-_]eager|disable[-_]cuda[-_]graph|no[-_]cuda[-_]graph)"
+                     r"(?:\s*=\s*\w+)?`?|`?enforce_eager\s*=\s*\w+`?")
 # "A vs B", "compared to B", "X is 3x slower than B": the thread states a comparison.
 _COMPARISON_RE = _rx(r"\b(?:slower|faster|worse|better|lower|higher)\b[^.\n]{0,60}\bthan\b|"
                      r"\bvs\.?\b|\bversus\b|\bcompared (?:to|with)\b")
@@ -71,7 +74,8 @@ _COMPARISON_RE = _rx(r"\b(?:slower|faster|worse|better|lower|higher)\b[^.\n]{0,6
 def classify(w: Wording, signals: Signals) -> Verdict:
     text = f"{w.title}\n{w.prose}"
     spec_words = hits(SPEC_RE, text)
-    graph_words = hits(GRAPH_RE, text)
+    # A graph flag every run carries is a setting of the comparison, not its subject.
+    graph_words = hits(GRAPH_RE, _GRAPH_FLAG_RE.sub(" ", text) if signals.graph_shared else text)
     perf_words = hits(PERF_RE, text)
     spec = bool(spec_words) or signals.spec_configured
     graph = bool(graph_words) or signals.graph_axis

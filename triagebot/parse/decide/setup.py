@@ -188,7 +188,7 @@ def _drop_shortened(names: list[str]) -> list[str]:
         return name.split("/")[-1].lower()
 
     return [n for n in names if not any(
-        m != n and "/" in m and "/" not in n and tail(m).startswith(tail(n)) for m in names)]
+        m != n and "/" in m and "/" not in n and tail(n) in tail(m) for m in names)]
 
 
 def _unique(items: list[str]) -> list[str]:

@@ -42,7 +42,8 @@ UNDERWHELMING_RE = _rx(
     r"\bha(?:ve|s) not improved\b|\b(?:doesn'?t|does not|didn'?t|did not|don'?t|do not|"
     r"cannot|can'?t|fails? to) (?:\w+ ){0,3}(?:improvement|speed-?up|gain|faster|reach)\w*|"
     r"\b(?:worse|lower|slower|less|smaller|weaker) than (?:expected|anticipated|reported|"
-    r"claimed|in the paper)|\bbelow (?:expectations?|what)|\bfar from\b|\binconsistent "
+    r"claimed|in the paper)|\bbelow (?:expectations?|what|(?:the )?(?:paper|reported|claimed|"
+    r"expected|advertised))|\b(?:far|well|way|much) below\b|\bfar from\b|\binconsistent "
     r"with\b|\bnot (?:good|as (?:fast|good))\b|\bunchanged\b|\bidentical\b|\bno difference\b|"
     r"\bonly (?:~|about )?\d+(?:\.\d+)?\s?% (?:better|faster)"
 )
@@ -54,12 +55,15 @@ ACCEPT_DROP_RE = _rx(
     r"(?:in|of))\s+(?:the\s+)?(?:mean\s+)?accept\w*|"
     r"incorrect rejection|rejection sampling behavio|draft logits|"
     r"(?<![\d.])0(?:\.0+)?\s?%\s+(?:\w+\s+)?accept\w*|accept\w*(?: rate)?\s*(?:of|is|=|:|at|"
-    r"drops? to|falls? to)\s*0(?:\.0+)?\s?%"
+    r"drops? to|falls? to)?\s*[0-4](?:\.\d+)?\s?%|accept\w*(?: rate| length)?\s+(?:is\s+)?"
+    r"(?:near|close to|almost|nearly|practically) (?:zero|0)"
 )
+_GRAPHS = (r"(?:(?:cuda|hip|acl|npu)[-_ ]?graphs?|cudagraphs?|aclgraph|graph mode|torchair|"
+           r"\bgraphs?\b)")
 GRAPH_SLOWER_RE = _rx(
-    r"(?:cuda[-_ ]?graphs?|cudagraphs?|graph mode|\bgraphs?\b)[^.\n]{0,60}\b(?:slower|worse) "
+    _GRAPHS + r"[^.\n]{0,60}\b(?:slower|worse) "
     r"than (?:the )?(?:eager|enforce|--enforce)|\b(?:slower|worse) (?:with|under|in|using) "
-    r"(?:cuda[-_ ]?graphs?|cudagraphs?|graph mode)[^.\n]{0,30}\bthan (?:with |in |under )?"
+    + _GRAPHS + r"[^.\n]{0,30}\bthan (?:with |in |under )?"
     r"(?:the )?(?:eager|--enforce)|eager[^.\n]{0,40}faster than[^.\n]{0,20}"
     r"(?:cuda ?graph|cudagraph|graph)|faster (?:with|in|using|under) [^.\n]{0,20}eager"
     r"[^.\n]{0,20} than [^.\n]{0,20}(?:cuda ?graph|cudagraph|graph)"
@@ -81,8 +85,12 @@ BUG_RE = _rx(
     r"\bdowngrad\w*"
 )
 FEATURE_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:support|add|apply|implement|enable|"
-                       r"introduce|use|optimi[sz]e|speed ?up|accelerate|refactor|expose)\b")
-_PROBLEM_WORDS = ("misleading", "no-op", "noop", "silently", "broken", "wrong")
+                       r"introduce|use|optimi[sz]e|speed ?up|accelerate|refactor|expose|fuse|"
+                       r"reduce|remove|avoid|skip|cache|batch|overlap|improve|align|move|allow|"
+                       r"capture|replace|reuse|precompute|vectori[sz]e|port|extend|integrate)\b")
+# Words that report a problem even in a pull request that adds something.
+_PROBLEM_WORDS = ("misleading", "no-op", "noop", "silently", "broken", "wrong", "regression",
+                  "regressions", "regressed", "downgrade", "downgrades", "downgraded")
 
 
 def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash: bool,

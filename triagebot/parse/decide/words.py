@@ -22,6 +22,9 @@ def hits(pattern: re.Pattern[str], text: str, limit: int = 3) -> list[str]:
     return out
 
 
+# A speed-up factor ("1.8x", "0.62×"), not a device count ("2x H100", "8x GPUs").
+_FACTOR = (r"(?<![\w.])\d+(?:\.\d+)?\s?[x×](?![\w])(?!\s*(?:NVIDIA\s+)?(?:[ABHLMT]\d|RTX|GB\d|MI\d|"
+           r"GPUs?\b|H20|V100|A6000|nodes?\b|cards?\b))")
 SPEC_RE = _rx(
     r"speculative|spec[-_ ]?decod|\bspec[-_ ]?dec\b|\bMTP\d?\b|\beagle[-_ ]?\d?\b|\bngram\b|"
     r"\bn-gram\b|prompt[-_ ]lookup|draft[-_ ]model|draft tokens?|\bmedusa\b|\bdflash\b|"
@@ -42,7 +45,8 @@ PERF_RE = _rx(
     r"\btok(?:en)?s?/s\b|tokens?/s(?:ec)?\b|\bt/s\b|\bslow(?:er|s|down|ed|ing)?\b|\bfaster\b|"
     r"\bspeed(?:-?up|s)?\b|\bTPOT\b|\bTTFT\b|\bITL\b|\bE2E\b|acceptance|\bbenchmark|\bregress|"
     r"\boverhead\b|\bms\b|\d\s?ms\b|\bx faster|\bbottleneck|\bno[- ]op\b|\bstep time|"
-    r"\bdecode time"
+    r"\bdecode time|" + _FACTOR + r"|\bgains?\b|\bstress test|"
+    r"\bload test"
 )
 # Speed itself, the question a performance thread asks (PERF_RE also has "benchmark" and
 # "regress", which an accuracy thread uses too).
@@ -96,7 +100,8 @@ NO_SPEC_RE = _rx(
 # "Standard inference" and "without it" name the baseline only inside a comparison: "barely
 # above standard decoding (1.0)" is a reference point, not a run.
 STANDARD_BASELINE_RE = _rx(
-    r"(?:\bvs\.?|\bversus|\bcompar\w* (?:\w+ ){0,4}(?:to|with)|\bthan)\s+(?:the\s+|a\s+)?"
+    r"(?:\bvs\.?|\bversus|\bcompar\w* (?:\w+ ){0,4}(?:to|with|against)|\bthan|\bagainst)\s+"
+    r"(?:the\s+|a\s+)?"
     r"(?:standard|regular|normal|plain|default|greedy|ordinary)\s+(?:inference|decoding|"
     r"generation|serving|mode|model|run)|\bwhereas without it\b|(?:than|vs\.?) without it\b"
 )
@@ -115,8 +120,9 @@ RAN_RE = _rx(r"\b(?:benchmark(?:ed|ing)|benchmark(?:ing)? (?:results?|summary)|t
              r"observed?|stress test|test results?|profil(?:ed|ing)|reproduced|reproducible)\b")
 # A stated effect of a run: a speed-up factor, a percentage change, a comparison of speed.
 EFFECT_RE = _rx(
-    r"(?<![\w.])\d+(?:\.\d+)?\s?[x×](?![\w])|[-−+~]?\d+(?:\.\d+)?\s?%\s*(?:\w+\s+){0,2}?"
+    _FACTOR + r"|[-−+~]?\d+(?:\.\d+)?\s?%\s*(?:\w+\s+){0,2}?"
     r"(?:faster|slower|drop|regression|improvement|speed-?up|loss|gain|better|worse|lower|"
     r"higher|measured)|(?:performance|throughput|latency|speed)\s+(?:regression|drop|"
-    r"degradation|loss|improvement|increase|decrease)|\b(?:slower|faster) than\b"
+    r"degradation|loss|improvement|increase|decrease)|\b(?:slower|faster) than\b|"
+    r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|tok/s|tokens/s|t/s|s/it)\b"
 )

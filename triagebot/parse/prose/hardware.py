@@ -51,44 +51,59 @@ _ELSEWHERE_RE = re.compile(r"\bpaper\b|\breported (?:in|by)\b|(?<!\w)#\d{3,}|\bb
 
 
 def gpus(lines: list[Line], facts: Facts) -> None:
-    for no, text, kind in lines:
-        elsewhere = bool(_ELSEWHERE_RE.search(text))
-        own = (_gpu_context(text) and kind != "code") or kind == "title"
-        for m in _GPU_RE.finditer(text):
-            raw = m.group(1)
-            before = text[max(0, m.start() - 6):m.start()]
-            if _NOT_GPU_CONTEXT.search(before):
-                continue  # "A3B", "-A10" inside model names
-            name = _as_written(raw)
-            if _SHORT_NAME_RE.fullmatch(name) and not own:
-                continue
-            if not elsewhere:
-                facts.add("gpu" if own else "gpu_mention", name, no, text, "prose", kind)
-        if elsewhere:
+    for no, line, kind in lines:
+        for text in _SENTENCE_END_RE.split(line) if ". " in line else (line,):
+            _devices(no, text, line, kind, facts)
+
+
+# Sentences of a line: "The paper reports 3x on an A100. On my RTX 4090 I get 1.2x."
+_SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)][.!?])\s+(?=[A-Z])")
+
+
+def _devices(no: int, text: str, line: str, kind: str, facts: Facts) -> None:
+    """The devices and counts one sentence (`text`, of `line`) states."""
+    elsewhere = bool(_ELSEWHERE_RE.search(text))
+    own = (_gpu_context(text) and kind != "code") or kind == "title"
+    for m in _GPU_RE.finditer(text):
+        raw = m.group(1)
+        before = text[max(0, m.start() - 6):m.start()]
+        if _NOT_GPU_CONTEXT.search(before):
+            continue  # "A3B", "-A10" inside model names
+        name = _as_written(raw)
+        if _SHORT_NAME_RE.fullmatch(name) and not own:
             continue
-        for m in _GPU_COUNT_RE.finditer(text):
-            facts.add("gpu_count", int(m.group(1)), no, text, "prose", kind)
-        for m in _COUNT_AFTER_RE.finditer(text):
-            facts.add("gpu_count", int(m.group(1)), no, text, "prose", kind)
-        for m in _GPU_WORD_COUNT_RE.finditer(text):
-            word = (m.group(1) or m.group(2)).lower()
-            facts.add("gpu_count", _COUNT_WORDS[word], no, text, "prose", kind)
-        for m in _GPU_N_RE.finditer(text):
-            n = int(m.group(1))
-            if 0 < n <= 64:
-                facts.add("gpu_count", n, no, text, "prose", kind)
+        if not elsewhere:
+            facts.add("gpu" if own else "gpu_mention", name, no, line, "prose", kind)
+    if elsewhere:
+        return
+    for m in _GPU_COUNT_RE.finditer(text):
+        facts.add("gpu_count", int(m.group(1)), no, line, "prose", kind)
+    for m in _COUNT_AFTER_RE.finditer(text):
+        facts.add("gpu_count", int(m.group(1)), no, line, "prose", kind)
+    for m in _GPU_WORD_COUNT_RE.finditer(text):
+        word = (m.group(1) or m.group(2)).lower()
+        facts.add("gpu_count", _COUNT_WORDS[word], no, line, "prose", kind)
+    for m in _GPU_N_RE.finditer(text):
+        n = int(m.group(1))
+        if 0 < n <= 64:
+            facts.add("gpu_count", n, no, line, "prose", kind)
 
 
 def _as_written(raw: str) -> str:
     """The device without vendor words, its memory size after its name ("80GB A100" is
-    written "A100 80GB" by the rest of the world)."""
+    written "A100 80GB" by the rest of the world), a part number in its own capitals
+    ("h100" is an H100)."""
     name = canonical_gpu(raw)
     m = _SIZE_FIRST_RE.match(name)
-    return f"{canonical_gpu(m.group(2))} {m.group(1)}" if m else name
+    if m:
+        name = f"{canonical_gpu(m.group(2))} {m.group(1)}"
+    return re.sub(r"^(?:rtx\s?|gb|mi|[abhlt])\d+[a-z]?\b", lambda p: p.group(0).upper(), name)
 
 
 def _gpu_context(text: str) -> bool:
     return bool(re.search(r"gpu|nvidia|cuda|machine|card|node|\b(?:on|with|using)\s+"
                           r"(?:an?\s+|one\s+|a single\s+|single\s+|\d+\s+|my\s+|our\s+|"
-                          r"\d{2,3}\s?GB\s+)?[ABHLM]\d|\d\s?[x×*]\s?[ABHL]\d|hardware|device|"
-                          r"sxm|hbm|pcie|\bsm_?\d{2,3}|apple|metal|mac\b", text, re.I))
+                          r"\d{2,3}\s?GB\s+)?(?:[ABHLM]\d|RTX|GB\d|MI\d)|\d\s?[x×*]\s?[ABHL]\d|"
+                          r"\b(?:one|single|two|four|eight|\d+)\s?[x×*]?\s?(?:[ABHLM]\d|RTX|GB\d|"
+                          r"MI\d)|hardware|device|sxm|hbm|pcie|\bsm_?\d{2,3}|apple|metal|mac\b",
+                          text, re.I))

@@ -86,7 +86,8 @@ def models(lines: list[Line], facts: Facts) -> None:
                         or org.lower() in _DTYPES or name.lower() in _DTYPES:
                     continue
                 if org.lower() in KNOWN_ORGS or ("model" in low and len(name) > 3
-                                                 and re.search(r"\d", name)):
+                                                 and re.search(r"\d", name)) or (
+                        re.search(r"\d", name) and _DRAFT_NAME_RE.search(name)):
                     found.append((m.group(1), m.start()))
         for raw, pos in found:
             name = canonical_model(raw.rstrip(".,)"))

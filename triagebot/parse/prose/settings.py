@@ -33,6 +33,7 @@ _CONC_RE = re.compile(
     r"(?<![\w])(?<!average )(?<!avg )(?<!mean )(?<!measured )(?<!effective )(?<!peak )"
     r"(?:max[-_ ]?)?(?<!_)concurrency" + _IS + _INT + r"\b(?!\s*(?:%|x\b))|"
     r"(?<!max )(?<!max_)(?<![\w-])batch[-_ ]size" + _IS + _INT + r"\b|"
+    r"(?:\b(?:at|with)\s|(?<=,\s))batch\s(\d{1,4})\b(?!\s*of)|"
     r"(?<![\w-])(?:bs|BS)\s?=?\s?" + _INT + r"\b|"
     r"(?<![\w.,])" + _INT + r"\s+concurren(?:cy|t requests)\b|"
     r"\b(single[- ]stream|single request|one request at a time|single concurrency)\b",
