@@ -34,6 +34,7 @@ _FULL_RE = re.compile(
     r"cudagraphs?|graphs?)\b|cudagraph_?mode\W+full|CUDAGraphMode\.FULL|\bFULL_AND_PIECEWISE\b|"
     r"\bFULL_DECODE_ONLY\b", re.I)
 _PIECEWISE_RE = re.compile(r"\bpiecewise\b", re.I)
+_PIECEWISE_CONTEXT_RE = re.compile(r"cuda ?graph|cudagraph|graphs?\b|mode|vs", re.I)
 _CONFIG_MODE_RE = re.compile(r"CUDAGRAPH_MODE['\"]?\s*[:=]\s*['\"]?(?:CUDAGRAPHMODE\.)?"
                              r"(FULL_AND_PIECEWISE|FULL_DECODE_ONLY|FULL|PIECEWISE|NONE)\b",
                              re.I)
@@ -172,6 +173,7 @@ def _prose_modes(a: Assembler, modes: _Modes, text_lines: list[tuple[int, str]],
     the qualified graph modes (full, piecewise) named."""
     qualified: set[str] = set()
     config_lines = {f.line for _, f in configured}
+    text_lines = [(no, t) for no, t in text_lines if _names_a_mode(t)]
     config_values = {canonical_mode(m) for m in _CONFIG_MODE_RE.findall(joined)} \
         | {m for m, _ in configured}
     for no, t in text_lines:
@@ -184,8 +186,7 @@ def _prose_modes(a: Assembler, modes: _Modes, text_lines: list[tuple[int, str]],
         if _FULL_RE.search(t):
             modes.add("full", Fact("mode", "full", no, t, "prose"))
             qualified.add("full")
-        if _PIECEWISE_RE.search(t) and re.search(r"cuda ?graph|cudagraph|graphs?\b|mode|vs", t,
-                                                 re.I):
+        if _PIECEWISE_RE.search(t) and _PIECEWISE_CONTEXT_RE.search(t):
             modes.add("piecewise", Fact("mode", "piecewise", no, t, "prose"))
             qualified.add("piecewise")
     for no, t in text_lines:
@@ -203,6 +204,13 @@ def _prose_modes(a: Assembler, modes: _Modes, text_lines: list[tuple[int, str]],
         if sides == {"before", "after"}:
             modes.add("eager", Fact("mode", "eager", 0, title, "title", "title"))
     return qualified
+
+
+def _names_a_mode(text: str) -> bool:
+    """Whether a line can name a graph mode at all: the cheap test before the patterns."""
+    low = text.lower()
+    return "graph" in low or "eager" in low or "piecewise" in low or "full" in low \
+        or "cg" in low
 
 
 def _eager_named(text: str) -> bool:

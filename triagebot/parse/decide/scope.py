@@ -17,13 +17,13 @@ from triagebot.parse.decide.wording import Wording
 from triagebot.parse.decide.words import (
     ACCURACY_RE,
     CAPTURE_COST_RE,
-    CRASH_OUTPUT_RE,
     CRASH_RE,
     GRAPH_RE,
     GRAPHS_OFF_RE,
     PERF_RE,
     SPEC_RE,
     SPEED_RE,
+    crash_output,
     hits,
 )
 
@@ -79,7 +79,7 @@ def classify(w: Wording, signals: Signals) -> Verdict:
     perf_words = hits(PERF_RE, text)
     spec = bool(spec_words) or signals.spec_configured
     graph = bool(graph_words) or signals.graph_axis
-    crash = bool(hits(CRASH_RE, text, 1) or hits(CRASH_OUTPUT_RE, w.body, 1)) \
+    crash = bool(hits(CRASH_RE, text, 1) or crash_output(w.body)) \
         or signals.traceback
     # The reporter places the crash at capture or replay, or the pasted output does and
     # no sentence says graphs were off in the run that failed.
@@ -107,7 +107,7 @@ def classify(w: Wording, signals: Signals) -> Verdict:
         reasons.append("speculative decoding or CUDA graphs are only mentioned: no sentence "
                        "ties them to speed, no numbers, no configuration")
     elif crash and not graph_crash and not hits(PERF_RE, w.title, 1) and (
-            not spec_words or (hits(CRASH_OUTPUT_RE, w.body, 1) and not hits(PERF_RE, w.prose, 1))):
+            not spec_words or (crash_output(w.body) and not hits(PERF_RE, w.prose, 1))):
         # Speed words in the engine's own log lines are not a question about speed.
         reasons.append("a crash outside graph capture or replay, with no question about speed")
     if not reasons:

@@ -13,9 +13,10 @@ import re
 
 from triagebot.parse.decide.wording import Wording
 from triagebot.parse.decide.words import (
-    CRASH_OUTPUT_RE,
     CRASH_RE,
     baseline_words,
+    crash_output,
+    fast,
     hits,
 )
 
@@ -26,7 +27,7 @@ def _rx(pattern: str) -> re.Pattern[str]:
 
 _SPEED_NOUN = r"(?:throughput|performance|speed|tok(?:en)?s?/s|tps|qps|metrics|generation rate)"
 # Slower, in a clause about speed.
-SLOWER_RE = _rx(
+SLOWER_RE = fast(
     r"\bslow(?:er|s down|ed down|down|ing(?: things)? down)\b|\b(?:poor|worse|bad|lower|"
     r"degraded|reduced) (?:e2e |end-to-end )?" + _SPEED_NOUN + r"|\bperform\w* (?:worse|"
     r"slower|poorly)|\bunderperform\w*|" + _SPEED_NOUN + r"\b[^.,;\n]{0,30}?\b(?:drops?|"
@@ -34,10 +35,10 @@ SLOWER_RE = _rx(
     r"lower|reduced)\b|\b(?:drop|decrease|degradation|regression|loss|reduction) (?:in|of) "
     r"(?:the )?" + _SPEED_NOUN + r"|\bdecreas\w* (?:the )?" + _SPEED_NOUN + r"|\bdegrad\w* "
     r"(?:the )?" + _SPEED_NOUN + r"|\b(?:higher|increased?) (?:e2e )?latency|latency "
-    r"(?:regression|increase)|\bnet loss\b|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b"
-)
+    r"(?:regression|increase)|\bnet loss\b|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b",
+    "spwbldrutqmghin0<")
 # A speed-up smaller than hoped for: the run is not slower than its baseline.
-UNDERWHELMING_RE = _rx(
+UNDERWHELMING_RE = fast(
     r"\bno (?:\w+ )?(?:gain|speed-?up|improvement|benefit)s?\b|\bnot (?:improved|faster)\b|"
     r"\bha(?:ve|s) not improved\b|\b(?:doesn'?t|does not|didn'?t|did not|don'?t|do not|"
     r"cannot|can'?t|fails? to) (?:\w+ ){0,3}(?:improvement|speed-?up|gain|faster|reach)\w*|"
@@ -45,9 +46,9 @@ UNDERWHELMING_RE = _rx(
     r"claimed|in the paper)|\bbelow (?:expectations?|what|(?:the )?(?:paper|reported|claimed|"
     r"expected|advertised))|\b(?:far|well|way|much) below\b|\bfar from\b|\binconsistent "
     r"with\b|\bnot (?:good|as (?:fast|good))\b|\bunchanged\b|\bidentical\b|\bno difference\b|"
-    r"\bonly (?:~|about )?\d+(?:\.\d+)?\s?% (?:better|faster)"
-)
-ACCEPT_DROP_RE = _rx(
+    r"\bonly (?:~|about )?\d+(?:\.\d+)?\s?% (?:better|faster)",
+    "nhdcfwlsbiuo")
+ACCEPT_DROP_RE = fast(
     r"accept\w*(?: rate| length| len)?\b(?:(?!throughput|speed|latency|tok/s|tokens/s|"
     r"performance)[^.\n]){0,60}?\b(?:lower|drop\w*|decreas\w*|regress\w*|worse|degrad\w*|"
     r"collaps\w*|reduced|low|fell|falls|incorrect)\b|"
@@ -56,8 +57,8 @@ ACCEPT_DROP_RE = _rx(
     r"incorrect rejection|rejection sampling behavio|draft logits|"
     r"(?<![\d.])0(?:\.0+)?\s?%\s+(?:\w+\s+)?accept\w*|accept\w*(?: rate)?\s*(?:of|is|=|:|at|"
     r"drops? to|falls? to)?\s*[0-4](?:\.\d+)?\s?%|accept\w*(?: rate| length)?\s+(?:is\s+)?"
-    r"(?:near|close to|almost|nearly|practically) (?:zero|0)"
-)
+    r"(?:near|close to|almost|nearly|practically) (?:zero|0)",
+    "aldrpi0")
 _GRAPHS = (r"(?:(?:cuda|hip|acl|npu)[-_ ]?graphs?|cudagraphs?|aclgraph|graph mode|torchair|"
            r"\bgraphs?\b)")
 GRAPH_SLOWER_RE = _rx(
@@ -78,12 +79,12 @@ VERSION_REGRESSION_RE = _rx(
     r"after|(?:slower|worse|faster|better) (?:in|on|with) (?:vllm |sglang )?v?\d+\.\d+[\w.+]* "
     r"than (?:in |on |with )?(?:vllm |sglang )?v?\d+\.\d+|\bgone after\b"
 )
-BUG_RE = _rx(
+BUG_RE = fast(
     r"\bbug(?:fix)?\b|\bfix(?:es|ed)?\b|misleading|\bno-?op\b|silently|\bbypass\w*|\bbroken\b|"
     r"\bincorrect\b|\bwrong\b|\bnever\b|\bunexpected\w*|\bnot (?:work|captured|applied|used)|"
     r"\bunchanged\b|\bidentical\b|\bcorrupt\w*|\binvalid\b|\bregress\w*|\boverhead\b|"
-    r"\bdowngrad\w*"
-)
+    r"\bdowngrad\w*",
+    "bfmnsiwucrod")
 FEATURE_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:support|add|apply|implement|enable|"
                        r"introduce|use|optimi[sz]e|speed ?up|accelerate|refactor|expose|fuse|"
                        r"reduce|remove|avoid|skip|cache|batch|overlap|improve|align|move|allow|"
@@ -128,11 +129,11 @@ def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash
         return "regression_between_versions", [f"a version upgrade is blamed: {versions[0]!r}"]
     # A crash needs error output or a title that says so; "rather than let it crash" in a
     # PR description is not one.
-    crash_output = hits(CRASH_OUTPUT_RE, w.body, 1) or hits(CRASH_OUTPUT_RE, prose, 1)
+    error_output = crash_output(w.body) or crash_output(prose)
     crash_title = hits(CRASH_RE, title, 1)
-    if crash and (crash_output or crash_title) and (graph_crash or not (spec or graph)
+    if crash and (error_output or crash_title) and (graph_crash or not (spec or graph)
                                                      or crash_title):
-        return "crash", [f"a crash: {(crash_title or crash_output)[0]!r}"]
+        return "crash", [f"a crash: {(crash_title or error_output)[0]!r}"]
     problem = hits(BUG_RE, text, 2) + hits(UNDERWHELMING_RE, text, 1)
     if measured and (problem or slower or slower_title or not FEATURE_TITLE_RE.search(title)):
         return measured[0], [measured[1]]
@@ -141,6 +142,6 @@ def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash
         return None, ["a feature or optimisation with no problem reported"]
     if problem or slower or slower_title:
         return "other", ["a problem is reported: " + ", ".join(problem or slower or slower_title)]
-    if crash_output:
-        return "crash", [f"error output: {crash_output[0]!r}"]
+    if error_output:
+        return "crash", [f"error output: {error_output[0]!r}"]
     return None, []

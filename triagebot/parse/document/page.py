@@ -198,9 +198,12 @@ _BOILERPLATE = (
 )
 
 
+_BOILERPLATE_RE = re.compile("|".join(re.escape(b) for b in _BOILERPLATE))
+
+
 def _mark_boilerplate(lines: list[str], zones: list[Zone]) -> None:
     for i, ln in enumerate(lines):
-        if zones[i] == "body":
+        if zones[i] == "body" and ln:
             low = ln.strip().lower().lstrip("-*•[]x >").strip()
-            if any(low.startswith(b) or b in low[:120] for b in _BOILERPLATE):
+            if _BOILERPLATE_RE.search(low, 0, 120 + 60):
                 zones[i] = "chrome"

@@ -52,10 +52,15 @@ _ELSEWHERE_RE = re.compile(r"\bpaper\b|\breported (?:in|by)\b|(?<!\w)#\d{3,}|\bb
 
 def gpus(lines: list[Line], facts: Facts) -> None:
     for no, line, kind in lines:
+        if not _HINT_RE.search(line):
+            continue
         for text in _SENTENCE_END_RE.split(line) if ". " in line else (line,):
             _devices(no, text, line, kind, facts)
 
 
+# Every device name has a letter next to two digits, or is L4, T4, M1-M5, Gaudi or Apple
+# Silicon; every count is "N x", "N GPUs" or a word before a device.
+_HINT_RE = re.compile(r"[A-Za-z]\s?\d{2}|\b[LTM][1-5]\b|\d\s?[x×*]|[Gg][Pp][Uu]|[Ss]ilicon|Gaudi")
 # Sentences of a line: "The paper reports 3x on an A100. On my RTX 4090 I get 1.2x."
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)][.!?])\s+(?=[A-Z])")
 
@@ -97,13 +102,19 @@ def _as_written(raw: str) -> str:
     m = _SIZE_FIRST_RE.match(name)
     if m:
         name = f"{canonical_gpu(m.group(2))} {m.group(1)}"
-    return re.sub(r"^(?:rtx\s?|gb|mi|[abhlt])\d+[a-z]?\b", lambda p: p.group(0).upper(), name)
+    return _PART_NUMBER_RE.sub(lambda p: p.group(0).upper(), name)
+
+
+_PART_NUMBER_RE = re.compile(r"^(?:rtx\s?|gb|mi|[abhlt])\d+[a-z]?\b")
 
 
 def _gpu_context(text: str) -> bool:
-    return bool(re.search(r"gpu|nvidia|cuda|machine|card|node|\b(?:on|with|using)\s+"
-                          r"(?:an?\s+|one\s+|a single\s+|single\s+|\d+\s+|my\s+|our\s+|"
-                          r"\d{2,3}\s?GB\s+)?(?:[ABHLM]\d|RTX|GB\d|MI\d)|\d\s?[x×*]\s?[ABHL]\d|"
-                          r"\b(?:one|single|two|four|eight|\d+)\s?[x×*]?\s?(?:[ABHLM]\d|RTX|GB\d|"
-                          r"MI\d)|hardware|device|sxm|hbm|pcie|\bsm_?\d{2,3}|apple|metal|mac\b",
-                          text, re.I))
+    return bool(_CONTEXT_RE.search(text))
+
+
+# Words that make a line about the reporter's hardware.
+_CONTEXT_RE = re.compile(
+    r"gpu|nvidia|cuda|machine|card|node|\b(?:on|with|using)\s+(?:an?\s+|one\s+|a single\s+|"
+    r"single\s+|\d+\s+|my\s+|our\s+|\d{2,3}\s?GB\s+)?(?:[ABHLM]\d|RTX|GB\d|MI\d)|"
+    r"\d\s?[x×*]\s?[ABHL]\d|\b(?:one|single|two|four|eight|\d+)\s?[x×*]?\s?(?:[ABHLM]\d|RTX|"
+    r"GB\d|MI\d)|hardware|device|sxm|hbm|pcie|\bsm_?\d{2,3}|apple|metal|mac\b", re.I)

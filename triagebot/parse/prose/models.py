@@ -58,13 +58,17 @@ def models(lines: list[Line], facts: Facts) -> None:
         if "](" in text:
             text, found = _link_texts(text)
         low = text.lower()
-        found += [(m.group(1), m.start()) for m in _HF_LINK_RE.finditer(text)]
-        for m in _BACKTICK_ID_RE.finditer(text):
+        if "/" not in text and "model" not in low and (kind != "title" and not (
+                "-" in text and _DIGIT_RE.search(text))):
+            continue  # ids have a "/", labels say "model", family tokens "-" and a digit
+        if "hf.co" in low or "huggingface" in low:
+            found += [(m.group(1), m.start()) for m in _HF_LINK_RE.finditer(text)]
+        for m in _BACKTICK_ID_RE.finditer(text) if "`" in text else ():
             org = m.group(1).split("/")[0].lower()
             if org not in ("vllm-project", "sgl-project", "pytorch", "huggingface") and \
                     "github" not in low[max(0, m.start() - 30):m.start()]:
                 found.append((m.group(1), m.start()))
-        for m in _LABELLED_MODEL_RE.finditer(text):
+        for m in _LABELLED_MODEL_RE.finditer(text) if "model" in low else ():
             role = (m.group(1) or "").lower()
             facts_field = "draft_prose" if role in ("draft", "speculative", "eagle",
                                                     "assistant") else None
@@ -72,7 +76,7 @@ def models(lines: list[Line], facts: Facts) -> None:
             if name:
                 facts.add(facts_field or "model_prose", name, no, text, "prose", kind)
         about_models = kind == "title" or "model" in low or "testing" in low
-        for m in _FAMILY_TOKEN_RE.finditer(text):
+        for m in _FAMILY_TOKEN_RE.finditer(text) if "-" in text else ():
             token = m.group(1)
             named = _SIZE_RE.search(token) or (about_models and _RELEASE_RE.search(token))
             if named and not _XREF_RE.search(text[max(0, m.start() - 30):m.start()]):
@@ -86,19 +90,21 @@ def models(lines: list[Line], facts: Facts) -> None:
                         or org.lower() in _DTYPES or name.lower() in _DTYPES:
                     continue
                 if org.lower() in KNOWN_ORGS or ("model" in low and len(name) > 3
-                                                 and re.search(r"\d", name)) or (
-                        re.search(r"\d", name) and _DRAFT_NAME_RE.search(name)):
+                                                 and _DIGIT_RE.search(name)) or (
+                        _DIGIT_RE.search(name) and _DRAFT_NAME_RE.search(name)):
                     found.append((m.group(1), m.start()))
         for raw, pos in found:
             name = canonical_model(raw.rstrip(".,)"))
             if not name or _METHOD_NAME_RE.fullmatch(name):
                 continue
             context = low[max(0, pos - 40):pos]
-            is_draft = bool(_DRAFT_NAME_RE.search(name)) or bool(
-                re.search(r"(draft|speculat\w*|assistant)\s+(model|head)?\s*(is|:|=|-)?\s*"
-                          r"\[?$", context))
+            is_draft = bool(_DRAFT_NAME_RE.search(name) or _DRAFT_BEFORE_RE.search(context))
             facts.add("draft_prose" if is_draft else "model_prose", name, no, text, "prose",
                       kind)
+
+
+_DIGIT_RE = re.compile(r"\d")
+_DRAFT_BEFORE_RE = re.compile(r"(draft|speculat\w*|assistant)\s+(model|head)?\s*(is|:|=|-)?\s*\[?$")
 
 
 def _link_texts(text: str) -> tuple[str, list[tuple[str, int]]]:

@@ -69,29 +69,47 @@ _MARKUP_RE = re.compile(r"`|\*\*")
 def numbers(lines: list[Line], facts: Facts) -> None:
     """TP, DP, k, temperature, concurrency, max tokens and commits stated in words."""
     for no, raw, kind in lines:
+        if not _DIGIT_RE.search(raw) and "single" not in raw and "one req" not in raw:
+            continue  # every setting below is a number, but "single stream"
         # `- Tensor parallel: \`1\``: the value is the same without its markup.
         text = _MARKUP_RE.sub("", raw) if "`" in raw or "*" in raw else raw
-        for m in _TP_RE.finditer(text):
-            facts.add("tp", int(next(g for g in m.groups() if g)), no, raw, "prose", kind)
-        for m in _DP_RE.finditer(text):
-            facts.add("dp", int(next(g for g in m.groups() if g)), no, raw, "prose", kind)
-        for m in _K_RE.finditer(text):
-            k = int(next(g for g in m.groups() if g))
-            if 0 < k <= 64:
-                facts.add("num_speculative_tokens", k, no, raw, "prose", kind)
-        for m in _SPEC_TOKEN_FLAG_RE.finditer(text.replace("_", "-")):
-            facts.add("num_speculative_tokens", int(m.group(1)), no, raw, "prose", kind)
-        for m in _TEMP_RE.finditer(text):
-            value = float(m.group(1))
-            if value <= 2.0:
-                facts.add("temperature", value, no, raw, "prose", kind)
+        low = text.lower()
+        if "tp" in low or "tensor" in low:
+            for m in _TP_RE.finditer(text):
+                facts.add("tp", int(next(g for g in m.groups() if g)), no, raw, "prose", kind)
+        if "dp" in low or "data" in low:
+            for m in _DP_RE.finditer(text):
+                facts.add("dp", int(next(g for g in m.groups() if g)), no, raw, "prose", kind)
+        if _K_HINT_RE.search(low):
+            for m in _K_RE.finditer(text):
+                k = int(next(g for g in m.groups() if g))
+                if 0 < k <= 64:
+                    facts.add("num_speculative_tokens", k, no, raw, "prose", kind)
+            if "--" in text:
+                for m in _SPEC_TOKEN_FLAG_RE.finditer(text.replace("_", "-")):
+                    facts.add("num_speculative_tokens", int(m.group(1)), no, raw, "prose",
+                              kind)
+        if "temp" in low:
+            for m in _TEMP_RE.finditer(text):
+                value = float(m.group(1))
+                if value <= 2.0:
+                    facts.add("temperature", value, no, raw, "prose", kind)
         _concurrency(no, text, raw, kind, facts)
-        for m in _MAXTOK_RE.finditer(text):
-            facts.add("max_tokens", int(next(g for g in m.groups() if g)), no, raw, "prose",
-                      kind)
-        for m in _COMMIT_RE.finditer(text):
-            if re.search(r"[a-f]", m.group(1)) and re.search(r"\d", m.group(1)):
-                facts.add("commit", m.group(1), no, raw, "prose", kind)
+        if "token" in low or "output" in low:
+            for m in _MAXTOK_RE.finditer(text):
+                facts.add("max_tokens", int(next(g for g in m.groups() if g)), no, raw,
+                          "prose", kind)
+        if "commit" in low or "sha" in low or "hash" in low or "@" in low:
+            for m in _COMMIT_RE.finditer(text):
+                if _HEX_LETTER_RE.search(m.group(1)) and _DIGIT_RE.search(m.group(1)):
+                    facts.add("commit", m.group(1), no, raw, "prose", kind)
+
+
+_DIGIT_RE = re.compile(r"\d")
+_HEX_LETTER_RE = re.compile(r"[a-f]")
+# Words around every k pattern: "num_speculative_tokens", "spec_len", "MTP1", "k=3", "mtp=1",
+# "draft_tokens", "3 speculative tokens".
+_K_HINT_RE = re.compile(r"spec|mtp|k\s?=|draft|eagle|ngram|dflash|tokens")
 
 
 def _concurrency(no: int, text: str, raw: str, kind: str, facts: Facts) -> None:

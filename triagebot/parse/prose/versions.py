@@ -48,6 +48,8 @@ _LLAMA_BUILD_RE = re.compile(r"(?:llama[.-](?:cpp|server|cli|bench)|\bbuild|\bgg
 _VERSION_LABEL_RE = re.compile(r"^\W*(?:version|release)\s*[:=]\s*[`'\"]?(v?\d[\w.+]*)"
                                r"(?:\s|$|[`'\"(])", re.I)
 _PIP_NAME_RE = re.compile(r"^\s*Name:\s*\S", re.I)
+_VERSION_HINT_RE = re.compile(r"\d\.\d|\bb\d{4}|version\s*[:=]\s*[`'\"]?v?\d")
+_UPGRADE_WORD_RE = re.compile(r"upgrad|updat|version|release")
 _BARE_V_VERSION_RE = re.compile(r"(?<![\w.=/-])v(\d+\.\d+\.\d+(?:(?:rc)\d+)?)(?!\w|\.\w)")
 _FROM_TO_RE = re.compile(r"(?:\bfrom|\bupgrad\w*|\bupdat\w*)\s+(?:vllm\s+|sglang\s+)?"
                          + _VER + r"\s+(?:to|->|→)\s+" + _VER + r"(?!\w|\.\w)", re.I)
@@ -74,6 +76,9 @@ def versions(lines: list[Line], facts: Facts) -> None:
     """Engine versions written next to an engine's name, or in upgrade statements."""
     package_above = False  # `pip show X` prints `Name: X` above `Version:`
     for no, text, kind in lines:
+        if not _VERSION_HINT_RE.search(text):
+            package_above = bool(_PIP_NAME_RE.match(text))
+            continue  # every form below has "1.2" or a build tag "b1234" in it
         low = text.lower()
         for m in _ENGINE_VERSION_RE.finditer(text):
             engine = ENGINE_WORDS.get(m.group(1).lower().replace("_", "-"), "vllm")
@@ -96,7 +101,7 @@ def versions(lines: list[Line], facts: Facts) -> None:
         for m in _LLAMA_BUILD_RE.finditer(text):
             facts.add("version", ("llama.cpp", m.group(1)), no, text, "prose", kind)
         # "after upgrading from 0.8.5 to 0.9.2": the newer one is where the problem shows.
-        if kind == "title" or re.search(r"upgrad|updat|version|release", low):
+        if kind == "title" or _UPGRADE_WORD_RE.search(low):
             for m in _FROM_TO_RE.finditer(text):
                 new = canonical_version(m.group(2))
                 if new:

@@ -85,7 +85,7 @@ def find_regions(lines: list[str], layout: Layout) -> Iterator[_Region]:
                 yield from _split_big(_Region(block.start + 1, body, False))
             i = block.end
             continue
-        if _line_kind(_unquote(lines[i])) == "strong":
+        if lines[i] and _line_kind(_unquote(lines[i])) == "strong":
             end = _run_end(lines, i, set(fences))
             if end - i >= 1:
                 yield from _split_big(_Region(i, lines[i:end], False))
