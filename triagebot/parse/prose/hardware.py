@@ -52,7 +52,7 @@ _ELSEWHERE_RE = re.compile(r"\bpaper\b|\breported (?:in|by)\b|(?<!\w)#\d{3,}|\bb
 
 def gpus(lines: list[Line], facts: Facts) -> None:
     for no, line, kind in lines:
-        if not _HINT_RE.search(line):
+        if not _HINT_RE.search(line.lower()):
             continue
         for text in _SENTENCE_END_RE.split(line) if ". " in line else (line,):
             _devices(no, text, line, kind, facts)
@@ -60,7 +60,8 @@ def gpus(lines: list[Line], facts: Facts) -> None:
 
 # Every device name has a letter next to two digits, or is L4, T4, M1-M5, Gaudi or Apple
 # Silicon; every count is "N x", "N GPUs" or a word before a device.
-_HINT_RE = re.compile(r"[A-Za-z]\s?\d{2}|\b[LTM][1-5]\b|\d\s?[x×*]|[Gg][Pp][Uu]|[Ss]ilicon|Gaudi")
+_HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|mi\d{3}|\b[ltm][1-5]\b|\d\s?[x×*]|gpu|silicon|"
+                      r"gaudi|ascend|\barc\s?[ab]\d")
 # Sentences of a line: "The paper reports 3x on an A100. On my RTX 4090 I get 1.2x."
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)][.!?])\s+(?=[A-Z])")
 

@@ -106,6 +106,7 @@ def numbers(lines: list[Line], facts: Facts) -> None:
 
 
 _DIGIT_RE = re.compile(r"\d")
+_CONC_HINT_RE = re.compile(r"conc|batch|\bbs\b|bs\s?=|single|one req")
 _HEX_LETTER_RE = re.compile(r"[a-f]")
 # Words around every k pattern: "num_speculative_tokens", "spec_len", "MTP1", "k=3", "mtp=1",
 # "draft_tokens", "3 speculative tokens".
@@ -114,7 +115,7 @@ _K_HINT_RE = re.compile(r"spec|mtp|k\s?=|draft|eagle|ngram|dflash|tokens")
 
 def _concurrency(no: int, text: str, raw: str, kind: str, facts: Facts) -> None:
     low = text.lower()
-    if "conc" in low or "batch" in low or "bs" in low or "single" in low or "one req" in low:
+    if _CONC_HINT_RE.search(low):
         for m in _CONC_RE.finditer(text):
             g = next(g for g in m.groups() if g)
             facts.add("concurrency", 1 if not g.isdigit() else int(g), no, raw, "prose", kind)

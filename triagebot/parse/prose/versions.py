@@ -50,6 +50,8 @@ _VERSION_LABEL_RE = re.compile(r"^\W*(?:version|release)\s*[:=]\s*[`'\"]?(v?\d[\
 _PIP_NAME_RE = re.compile(r"^\s*Name:\s*\S", re.I)
 _VERSION_HINT_RE = re.compile(r"\d\.\d|\bb\d{4}|version\s*[:=]\s*[`'\"]?v?\d")
 _UPGRADE_WORD_RE = re.compile(r"upgrad|updat|version|release")
+_BUILD_TAG_RE = re.compile(r"\bb\d{4}")
+_V_DIGIT_RE = re.compile(r"v\d")
 _BARE_V_VERSION_RE = re.compile(r"(?<![\w.=/-])v(\d+\.\d+\.\d+(?:(?:rc)\d+)?)(?!\w|\.\w)")
 _FROM_TO_RE = re.compile(r"(?:\bfrom|\bupgrad\w*|\bupdat\w*)\s+(?:vllm\s+|sglang\s+)?"
                          + _VER + r"\s+(?:to|->|→)\s+" + _VER + r"(?!\w|\.\w)", re.I)
@@ -63,8 +65,15 @@ _OTHER_PACKAGE_RE = re.compile(
 )
 
 
+def _names_an_engine(low: str) -> bool:
+    return "vllm" in low or "sglang" in low or "llama" in low or "trt" in low \
+        or "tensorrt" in low
+
+
 def engine_mentions(lines: list[Line], facts: Facts) -> None:
     for no, text, kind in lines:
+        if not _names_an_engine(text.lower()):
+            continue
         for m in _ENGINE_RE.finditer(text):
             name = ENGINE_WORDS.get(m.group(1).lower().replace("_", "-"),
                                     ENGINE_WORDS.get(m.group(1).lower()))
@@ -80,7 +89,7 @@ def versions(lines: list[Line], facts: Facts) -> None:
             package_above = bool(_PIP_NAME_RE.match(text))
             continue  # every form below has "1.2" or a build tag "b1234" in it
         low = text.lower()
-        for m in _ENGINE_VERSION_RE.finditer(text):
+        for m in _ENGINE_VERSION_RE.finditer(text) if _names_an_engine(low) else ():
             engine = ENGINE_WORDS.get(m.group(1).lower().replace("_", "-"), "vllm")
             version = canonical_version(m.group(2))
             if version:
@@ -98,7 +107,7 @@ def versions(lines: list[Line], facts: Facts) -> None:
             version = canonical_version(m.group(2))
             if version:
                 facts.add("version", (engine, version), no, text, "prose", kind)
-        for m in _LLAMA_BUILD_RE.finditer(text):
+        for m in _LLAMA_BUILD_RE.finditer(text) if _BUILD_TAG_RE.search(text) else ():
             facts.add("version", ("llama.cpp", m.group(1)), no, text, "prose", kind)
         # "after upgrading from 0.8.5 to 0.9.2": the newer one is where the problem shows.
         if kind == "title" or _UPGRADE_WORD_RE.search(low):
@@ -106,7 +115,7 @@ def versions(lines: list[Line], facts: Facts) -> None:
                 new = canonical_version(m.group(2))
                 if new:
                     facts.add("version_upgrade", new, no, text, "prose", kind)
-        for m in _LATEST_RE.finditer(text):
+        for m in _LATEST_RE.finditer(text) if "latest" in low else ():
             if "version" in low or "upgrad" in low:
                 ver = canonical_version(m.group(1))
                 if ver:
@@ -115,7 +124,7 @@ def versions(lines: list[Line], facts: Facts) -> None:
         if label:
             facts.add("version_label", label.group(1), no, text, "prose", kind)
         package_above = bool(_PIP_NAME_RE.match(text))
-        for m in _BARE_V_VERSION_RE.finditer(text):
+        for m in _BARE_V_VERSION_RE.finditer(text) if _V_DIGIT_RE.search(text) else ():
             before = text[max(0, m.start() - 16):m.start()]
             if not _OTHER_PACKAGE_RE.search(before):
                 facts.add("version_bare", m.group(1), no, text, "prose", kind)
@@ -142,7 +151,10 @@ def printed_versions(lines: list[Line], facts: Facts) -> None:
                 facts.add("version", (engine, version), no, text, "prose", kind)
             if m or not text.strip().startswith(("Summary:", "$", ">")):
                 engine = None
-        name = _PIP_SHOW_NAME_RE.match(text) or _VERSION_CMD_RE.search(text)
+        low = text.lower()
+        name = None
+        if "name:" in low or "version" in low or " -v" in low:
+            name = _PIP_SHOW_NAME_RE.match(text) or _VERSION_CMD_RE.search(text)
         if name:
             word = (name.group(1) or name.group(name.lastindex or 1)).lower()
             engine = ENGINE_WORDS.get(word.replace("_", "-"), word)
