@@ -1,5 +1,5 @@
 """The word patterns that decide scope, symptom and modes find the same with and without
-the first-character lookahead that speeds them up (`decide.words.fast`): a character
+the first-character lookahead that speeds them up (`common.fast`): a character
 missing from a pattern's `first` would silently drop the words it starts."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SHARED
-from triagebot.parse.decide import modality, symptom, words  # noqa: F401 - they register
+from triagebot.parse import common, prose  # noqa: F401 - importing registers the patterns
+from triagebot.parse.decide import modality, symptom, words  # noqa: F401
 
 CASES = Path(__file__).parent / "cases"
 
@@ -23,15 +24,15 @@ def _texts() -> list[str]:
     return texts
 
 
-@pytest.mark.parametrize("index", range(len(words.PREFILTERED)))
+@pytest.mark.parametrize("index", range(len(common.PREFILTERED)))
 def test_the_lookahead_changes_nothing(index: int) -> None:
-    quick, plain = words.PREFILTERED[index]
+    quick, plain = common.PREFILTERED[index]
     for text in _texts():
         want = [m.span() for m in plain.finditer(text)]
         assert [m.span() for m in quick.finditer(text)] == want, (plain.pattern[:60], text[:80])
 
 
 def test_a_missing_first_character_is_caught() -> None:
-    quick = words.fast(r"\bslow|\bfast", "s")
-    words.PREFILTERED.pop()
+    quick = common.fast(r"\bslow|\bfast", "s")
+    common.PREFILTERED.pop()
     assert [m.group(0) for m in quick.finditer("fast and slow")] == ["slow"]

@@ -16,6 +16,7 @@ from triagebot.parse.common.normalize import (
     canonical_version,
     version_key,
 )
+from triagebot.parse.common.patterns import PREFILTERED, fast
 from triagebot.parse.common.vocabulary import (
     CLIENT_PROGRAMS,
     ENGINE_PROGRAMS,
@@ -31,9 +32,31 @@ from triagebot.parse.common.vocabulary import (
 )
 
 __all__ = [
-    "CLIENT_PROGRAMS", "CLOSERS", "ENGINE_PROGRAMS", "FLAGS", "KNOWN_ORGS", "KWARGS", "OPENERS",
-    "PROGRAM_ENGINE", "SPEC_CONFIG_KEYS", "SPEC_METHODS", "VERSION_PATTERN", "Fact", "Facts",
-    "as_bool", "as_float", "as_int", "brackets", "canonical_gpu", "canonical_method",
-    "canonical_mode", "canonical_model", "canonical_version", "flag_setting", "norm_flag",
+    "CLIENT_PROGRAMS",
+    "CLOSERS",
+    "ENGINE_PROGRAMS",
+    "FLAGS",
+    "KNOWN_ORGS",
+    "KWARGS",
+    "OPENERS",
+    "PREFILTERED",
+    "PROGRAM_ENGINE",
+    "SPEC_CONFIG_KEYS",
+    "SPEC_METHODS",
+    "VERSION_PATTERN",
+    "Fact",
+    "Facts",
+    "as_bool",
+    "as_float",
+    "as_int",
+    "brackets",
+    "canonical_gpu",
+    "canonical_method",
+    "canonical_mode",
+    "canonical_model",
+    "canonical_version",
+    "fast",
+    "flag_setting",
+    "norm_flag",
     "version_key",
 ]

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
+from triagebot.parse.common import fast
 from triagebot.parse.decide.assembler import Assembler
-from triagebot.parse.decide.words import fast
 
 _IMAGE_RE = fast(
     r"image_url|\"image\"\s*:\s*[1-9]|image=[1-9]|multi_modal_data=\{\s*['\"]image|"

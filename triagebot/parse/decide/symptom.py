@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 
+from triagebot.parse.common import fast
 from triagebot.parse.decide.wording import Wording
 from triagebot.parse.decide.words import (
     CRASH_RE,
     baseline_words,
     crash_output,
-    fast,
     hits,
 )
 

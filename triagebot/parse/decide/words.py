@@ -5,25 +5,11 @@ from __future__ import annotations
 
 import re
 
+from triagebot.parse.common import fast
+
 
 def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I)
-
-
-# Each word pattern below scans a thread's prose, and an alternation of words that starts
-# with `\b` makes the regex engine try every word at every character. A lookahead for the
-# characters the words can start with lets it skip to the next candidate first, several
-# times faster. `first` must hold every character a match can start with (in either case):
-# tests/parse/test_words.py checks each pattern finds the same with and without it.
-PREFILTERED: list[tuple[re.Pattern[str], re.Pattern[str]]] = []
-
-
-def fast(pattern: str, first: str) -> re.Pattern[str]:
-    """`pattern` (case-insensitive) behind a lookahead for its possible first characters."""
-    chars = "".join(sorted({c for ch in first for c in (ch.lower(), ch.upper())}))
-    quick = re.compile(f"(?=[{re.escape(chars)}])(?:{pattern})", re.I)
-    PREFILTERED.append((quick, re.compile(pattern, re.I)))
-    return quick
 
 
 def hits(pattern: re.Pattern[str], text: str, limit: int = 3) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from triagebot.parse.common import Facts, canonical_gpu
+from triagebot.parse.common import Facts, canonical_gpu, fast
 from triagebot.parse.prose.lines import Line
 
 # Device names: NVIDIA's data-centre and workstation parts, AMD Instinct, Apple silicon,
@@ -23,24 +23,27 @@ _NAME = (
     r"Gaudi\s?\d?|Arc\s?[AB]\d{3}|Ascend\s?\d{3}[A-Z]?\d?)"
 )
 _SUFFIX = r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3e?|\d{2,3}\s?GB|80G|40G|Ti))*"
-_GPU_RE = re.compile(
+_GPU_RE = fast(
     r"(?:(?<![\w-])|(?<=\d[x×*]))((?:\d{2,3}\s?GB\s+)?(?:NVIDIA\s+|GeForce\s+|AMD\s+|"
-    r"Instinct\s+)*" + _NAME + _SUFFIX + r")(?![\w])")
+    r"Instinct\s+)*" + _NAME + _SUFFIX + r")(?![\w])",
+    '0123456789ngaibhltvprm', 0)
 _SIZE_FIRST_RE = re.compile(r"^(\d{2,3}\s?GB)\s+(.*)$")
 _GPU_COUNT_RE = re.compile(
     r"(?<![\w.])(\d{1,2})\s?[x×*]\s?(?=(?:NVIDIA\s+)?(?:GB\d|[ABHL]\d|H20|RTX|MI\d|V100|T4|A6000))",
     re.I,
 )
 # "RTX PRO 6000 * 1", "H100 x8", "A100×4": the count after the device.
-_COUNT_AFTER_RE = re.compile(r"(?<![\w])" + _NAME + _SUFFIX + r"\s?[x×*]\s?(\d{1,2})\b(?![.\d])")
+_COUNT_AFTER_RE = fast(r"(?<![\w])" + _NAME + _SUFFIX + r"\s?[x×*]\s?(\d{1,2})\b(?![.\d])",
+    'gabhltvprm', 0)
 _GPU_N_RE = re.compile(r"(?<![\w.])(\d{1,2})\s?(?:x\s?)?GPUs?\b", re.I)
 # "two H20 GPUs", "a single A6000", "one RTX 4090": a count in words before a device.
 _COUNT_WORDS = {"single": 1, "one": 1, "two": 2, "three": 3, "four": 4, "six": 6, "eight": 8,
                 "sixteen": 16}
-_GPU_WORD_COUNT_RE = re.compile(
+_GPU_WORD_COUNT_RE = fast(
     r"\b(two|three|four|six|eight|sixteen)\s+(?:NVIDIA\s+)?(?:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?|H20|"
     r"L4|L40S?|RTX\s?\d{4}|MI\d{3}X?)\w*(?:\s\w+)?\s+(?:GPUs?|cards?|devices?)\b|"
-    r"\b(single|one)\s+(?:(?:NVIDIA|GeForce)\s+)?(?=" + _NAME + r"|GPU\b)", re.I)
+    r"\b(single|one)\s+(?:(?:NVIDIA|GeForce)\s+)?(?=" + _NAME + r"|GPU\b)",
+    'tfseo')
 # Words that make an A/B/H/L-number token something other than a GPU.
 _NOT_GPU_CONTEXT = re.compile(r"(\w-|A3B|layer|head|step|size)$", re.I)
 # A name of two digits (A10, H20, L40) is a GPU only in a line about hardware.
@@ -114,8 +117,9 @@ def _gpu_context(text: str) -> bool:
 
 
 # Words that make a line about the reporter's hardware.
-_CONTEXT_RE = re.compile(
+_CONTEXT_RE = fast(
     r"gpu|nvidia|cuda|machine|card|node|\b(?:on|with|using)\s+(?:an?\s+|one\s+|a single\s+|"
     r"single\s+|\d+\s+|my\s+|our\s+|\d{2,3}\s?GB\s+)?(?:[ABHLM]\d|RTX|GB\d|MI\d)|"
     r"\d\s?[x×*]\s?[ABHL]\d|\b(?:one|single|two|four|eight|\d+)\s?[x×*]?\s?(?:[ABHLM]\d|RTX|"
-    r"GB\d|MI\d)|hardware|device|sxm|hbm|pcie|\bsm_?\d{2,3}|apple|metal|mac\b", re.I)
+    r"GB\d|MI\d)|hardware|device|sxm|hbm|pcie|\bsm_?\d{2,3}|apple|metal|mac\b",
+    'gncmowu0123456789stfehdpa')

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import re
 
-from triagebot.parse.common import FLAGS, Facts
+from triagebot.parse.common import FLAGS, Facts, fast
 from triagebot.parse.prose.lines import Line, table_rows
 
 _INT = r"(\d{1,6})"
 # Between a setting's name and its value: "TP=4", "TP: 4", "| TP | 4 |", "set TP to 4".
 _IS = r"\s*(?:=|:|\||of|is|was|set to|to)?\s*"
-_TP_RE = re.compile(r"(?<![\w-])(?:TP|tp)\s?(?:=|:|\s)\s?" + _INT + r"\b|\bTP" + _INT +
-                    r"\b(?!\])|tensor[- ]parallel(?:ism|[- ]size)?" + _IS + _INT + r"\b", re.I)
-_DP_RE = re.compile(r"(?<![\w-])(?:DP|dp)\s?(?:=|:)\s?" + _INT + r"\b|"
-                    r"data[- ]parallel(?:ism|[- ]size)?\s*(?:of|=|:)\s*" + _INT + r"\b", re.I)
-_K_RE = re.compile(
+_TP_RE = fast(r"(?<![\w-])(?:TP|tp)\s?(?:=|:|\s)\s?" + _INT + r"\b|\bTP" + _INT +
+                    r"\b(?!\])|tensor[- ]parallel(?:ism|[- ]size)?" + _IS + _INT + r"\b",
+    't')
+_DP_RE = fast(r"(?<![\w-])(?:DP|dp)\s?(?:=|:)\s?" + _INT + r"\b|"
+                    r"data[- ]parallel(?:ism|[- ]size)?\s*(?:of|=|:)\s*" + _INT + r"\b",
+    'd')
+_K_RE = fast(
     r"\bnum_speculative_tokens[\"']?\s*(?:=|:|to)\s*" + _INT + r"\b|"
     r"\b(?:num[_-])?spec(?:ulative)?[_-]?(?:tokens|len|k)\s*(?:=|:)\s*" + _INT + r"\b|"
     r"(?<![\w-])MTP-?" + r"([1-9])\b|"
@@ -24,12 +26,12 @@ _K_RE = re.compile(
     r"\b([1-9]\d?)\s+(?:requested\s+)?(?:speculative|draft|spec)\s+tokens\b|"
     # `mtp=1 + eager`: a method with its token count, as arms are often named.
     r"(?<![\w-])(?:mtp|eagle3?|ngram|dflash|draft)\s?=\s?([1-9]\d?)\b(?!\s*(?:\.|%))",
-    re.I,
-)
-_TEMP_RE = re.compile(r"\btemp(?:erature)?\b" + _IS + r"(\d(?:\.\d+)?)\b", re.I)
+    'nsmkrde0123456789')
+_TEMP_RE = fast(r"\btemp(?:erature)?\b" + _IS + r"(\d(?:\.\d+)?)\b",
+    't')
 # A client concurrency stated once. Not a server limit (`--max-num-seqs`, a max batch
 # size), nor a measured average, nor a flag's name (`--batch-size`: the runs read flags).
-_CONC_RE = re.compile(
+_CONC_RE = fast(
     r"(?<![\w])(?<!average )(?<!avg )(?<!mean )(?<!measured )(?<!effective )(?<!peak )"
     r"(?:max[-_ ]?)?(?<!_)concurrency" + _IS + _INT + r"\b(?!\s*(?:%|x\b))|"
     r"(?<!max )(?<!max_)(?<![\w-])batch[-_ ]size" + _IS + _INT + r"\b|"
@@ -37,26 +39,26 @@ _CONC_RE = re.compile(
     r"(?<![\w-])(?:bs|BS)\s?=?\s?" + _INT + r"\b|"
     r"(?<![\w.,])" + _INT + r"\s+concurren(?:cy|t requests)\b|"
     r"\b(single[- ]stream|single request|one request at a time|single concurrency)\b",
-    re.I,
-)
+    'mcbsoaw0123456789')
 # "At concurrency > 8", "high-concurrency loads", "concurrency 1/4/16": swept.
-_CONC_SWEEP_RE = re.compile(
+_CONC_SWEEP_RE = fast(
     r"concurrency\s*(?:[<>≥≤]|above|over|higher than|greater than|up to|from \d+ to)|"
     r"\b(?:high|higher|low|different|various|varying|multiple|several|increasing)[- ]"
     r"concurrenc|concurrency (?:levels|sweep|values|settings)|\bconcurrenc(?:y|ies)"
-    r"(?: of)?\s*\d+\s*(?:[,/]|and|to|-)\s*\d+|\bsingle-threaded or\b", re.I)
+    r"(?: of)?\s*\d+\s*(?:[,/]|and|to|-)\s*\d+|\bsingle-threaded or\b",
+    'chldvmsi')
 # Running requests a decode log reports: SGLang `#running-req: 1`, vLLM `Running: 1 reqs`.
 _RUNNING_RE = re.compile(r"#running-req:\s*(\d+)|\bRunning:\s*(\d+) reqs")
-_MAXTOK_RE = re.compile(
+_MAXTOK_RE = fast(
     r"\bmax[-_ ](?:new[-_ ])?tokens" + _IS + _INT + r"\b|"
     r"\boutput[-_ ](?:length|len)" + _IS + _INT + r"\b|"
     r"(?<![\d,.])(\d{2,6}) (?:output )?tokens generated\b|"
-    r"\bgenerat(?:e|es|ing) (\d{2,6}) (?:new |output )?tokens\b", re.I)
-_COMMIT_RE = re.compile(
+    r"\bgenerat(?:e|es|ing) (\d{2,6}) (?:new |output )?tokens\b",
+    'mog0123456789')
+_COMMIT_RE = fast(
     r"(?:\bcommit\b|\bsha\b|\bhash\b|\bmain\s?@|\bmaster\s?@|\bHEAD\s?@)[\s:*`'\"@]{0,6}"
     r"(?:is\s+)?([0-9a-f]{7,40})\b",
-    re.I,
-)
+    'cshm')
 
 
 _SPEC_TOKEN_FLAG_RE = re.compile(
