@@ -38,7 +38,7 @@ from triagebot.parse.commands.programs import (
     split_list_item,
 )
 from triagebot.parse.commands.shell import CommandReader
-from triagebot.parse.commands.words import Word, expand_plain, split_ops, tokenize
+from triagebot.parse.commands.words import Word, expand_plain, split_ops, split_words, tokenize
 
 
 class ListReader(CommandReader):
@@ -63,13 +63,13 @@ class ListReader(CommandReader):
                 continue
             lmap = LineMap()
             lmap.add(0, i + 1)
-            for seg in split_ops(tokenize(span, self.vars)):
+            for seg in split_ops(split_words(span, self.vars)):
                 self._invocation(seg, lmap, span, False, "inline")
 
     def _fragment(self, i: int, text: str) -> None:
         """Flags quoted without their program (`--speculative-config '{...}'`): the
         settings the reporter gave, whatever ran them."""
-        words = [w for w in tokenize(text, self.vars) if w.kind == "word"]
+        words = [w for w in split_words(text, self.vars) if w.kind == "word"]
         if not words or not is_flag(words[0].text):
             return
         lmap = LineMap()
@@ -110,7 +110,7 @@ class ListReader(CommandReader):
         text = yaml_scalar(value)
         if not (is_flag(text.split(" ", 1)[0]) or self._known_word(text.split(" ", 1)[0])):
             return None, i + 1
-        return [(w.text, i + 1) for w in tokenize(text, self.vars) if w.kind == "word"], i + 1
+        return [(w.text, i + 1) for w in split_words(text, self.vars) if w.kind == "word"], i + 1
 
     def _flow_at(self, i: int, body: str, start: int) -> tuple[list[tuple[str, int]], int]:
         lmap = LineMap()

@@ -25,7 +25,7 @@ from triagebot.parse.commands.programs import (
     parse_args,
     program_at,
 )
-from triagebot.parse.commands.words import ASSIGN, Word, split_ops, tokenize
+from triagebot.parse.commands.words import ASSIGN, Word, split_ops, split_words, tokenize
 
 
 class CommandReader(EnvReader):
@@ -137,7 +137,7 @@ class CommandReader(EnvReader):
         inner = LineMap()
         inner.add(0, lmap(script.pos))
         found = None
-        for seg in split_ops(tokenize(script.text, self.vars)):
+        for seg in split_ops(split_words(script.text, self.vars)):
             found = self._invocation(seg, inner, shown, True, source) or found
         return found
 

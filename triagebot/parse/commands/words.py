@@ -1,9 +1,20 @@
-"""Shell words: one logical command line split into words, operators and redirections,
-with quotes, `$VAR` expansion and JSON values inside words kept whole."""
+"""Shell words: a command split into words, operators and redirections.
+
+`split_words` lets the standard library's `shlex` apply the POSIX quoting rules to a
+command on one line that needs nothing else: an inline command in prose, a compose
+`command:` string, the script of `bash -c`. `tokenize`, our own reader, stays for what
+shlex cannot do: a command continued over several lines, where each word's offset tells
+which line it came from (the evidence for every setting); `$VAR`, `${VAR:-3}` and
+`${VAR:=3}` expanded from values the report set earlier (shlex leaves `$` alone); a JSON
+config pasted with broken quoting (`'{"method": "mtp"}` with no closing quote, which
+shlex refuses); and a bound on the work a hostile paste can cause, since shlex reads
+character by character in Python with no limit.
+"""
 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -256,3 +267,36 @@ def split_ops(words: list[Word]) -> Iterator[list[Word]]:
             seg.append(w)
     if seg:
         yield seg
+
+
+# A file descriptor written against its redirection (`2>&1`): shlex would read the 2 as
+# a word of its own.
+_FD_RE = re.compile(r"(?<=\s)[0-9](?=[<>])")
+_SHLEX_CHARS = 20_000  # past this a line goes to `tokenize`, whose work is bounded
+_OPERATOR_CHARS = frozenset("<>&|;")
+
+
+def split_words(text: str, env: Mapping[str, str]) -> list[Word]:
+    """The words, operators and redirections of a command on one line (see the module's
+    docstring for when `tokenize` reads it instead). Positions are 0: one line's words
+    need no offsets to tell their line."""
+    if "$" in text or "\n" in text or len(text) > _SHLEX_CHARS:
+        return tokenize(text, env)
+    lexer = shlex.shlex(_FD_RE.sub("", text), posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # a quote shlex cannot close: a JSON value pasted half-quoted
+        return tokenize(text, env)
+    words: list[Word] = []
+    target = False  # the word after a redirection is its file, not an argument
+    for token in tokens[:MAX_WORDS]:
+        if target:
+            target = False
+        elif token and set(token) <= _OPERATOR_CHARS:
+            redirect = "<" in token or ">" in token
+            words.append(Word(token, 0, "redir" if redirect else "op"))
+            target = redirect
+        else:
+            words.append(Word(token[:MAX_VALUE_CHARS], 0))
+    return words

@@ -15,6 +15,7 @@ without a `|---|` rule are not markdown tables, and a scraped page has lost its 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -75,37 +76,60 @@ def _parser() -> MarkdownIt:
     return md
 
 
+# A fence left open runs to the end of the document, as GitHub renders it; but a report
+# cut short (a search result's excerpt) or sections pasted out of order leave a fence open
+# above the reporter's next section. Its `## Heading` ends the code.
+_SECTION_RE = re.compile(r"^ {0,3}#{2,6}\s+\S")
+_MAX_REOPENED = 20  # sections read again after an open fence; past this, code to the end
+
+
 def read_layout(lines: list[str]) -> Layout:
     """The code blocks and tables of `lines` (a document's lines, blanked or not)."""
     code: list[str | None] = [None] * len(lines)
     blocks: list[CodeBlock] = []
     tables: list[Table] = []
+    offset: int | None = 0
+    for _ in range(_MAX_REOPENED):
+        if offset is None or offset >= len(lines):
+            break
+        offset = _read(lines, offset, code, blocks, tables)
+    return Layout(tuple(code), tuple(blocks), tuple(tables))
+
+
+def _read(lines: list[str], offset: int, code: list[str | None], blocks: list[CodeBlock],
+          tables: list[Table]) -> int | None:
+    """Read `lines[offset:]` into `code`, `blocks` and `tables`; the line to read on from
+    when an open fence stops at a section heading, else None."""
     try:
-        tokens = _parser().parse("\n".join(lines))
-    except RecursionError:  # deeply nested quotes or lists: read it all as text
-        return Layout(tuple(code))
+        tokens = _parser().parse("\n".join(lines[offset:]))
+    except RecursionError:  # deeply nested quotes or lists: read the rest as text
+        return None
     i = 0
     while i < len(tokens):
         token = tokens[i]
         if token.type in ("fence", "code_block") and token.map:
             lang = (token.info.strip().split(maxsplit=1) or [""])[0].lower() \
                 if token.type == "fence" else INDENTED
-            start, end = token.map[0], min(token.map[1], len(lines))
-            for k in range(start, end):
-                code[k] = lang
+            start, end = offset + token.map[0], min(offset + token.map[1], len(lines))
             closed = token.type == "code_block" or (end - start > 1 and \
                 lines[end - 1].strip(" \t>").startswith(token.markup))
-            blocks.append(CodeBlock(start, end, lang, closed))
+            section = None if closed else next(
+                (k for k in range(start + 1, end) if _SECTION_RE.match(lines[k])), None)
+            for k in range(start, section or end):
+                code[k] = lang
+            blocks.append(CodeBlock(start, section or end, lang, closed))
+            if section is not None:
+                return section
         elif token.type == "table_open":
-            table, i = _table(tokens, i)
+            table, i = _table(tokens, i, offset)
             if table is not None:
                 tables.append(table)
             continue
         i += 1
-    return Layout(tuple(code), tuple(blocks), tuple(tables))
+    return None
 
 
-def _table(tokens: list[Token], start: int) -> tuple[Table | None, int]:
+def _table(tokens: list[Token], start: int, offset: int) -> tuple[Table | None, int]:
     """The table opened at `tokens[start]`, and the index past its close."""
     rows: list[tuple[int, tuple[str, ...]]] = []
     cells: list[str] = []
@@ -114,7 +138,7 @@ def _table(tokens: list[Token], start: int) -> tuple[Table | None, int]:
     while i < len(tokens) and tokens[i].type != "table_close":
         token = tokens[i]
         if token.type == "tr_open":
-            cells, line = [], token.map[0] if token.map else -1
+            cells, line = [], offset + token.map[0] if token.map else -1
         elif token.type == "inline":
             cells.append(token.content.strip())
         elif token.type == "tr_close":
