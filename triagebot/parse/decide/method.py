@@ -16,6 +16,7 @@ _METHOD_WORD = (r"eagle[-_ ]?3|eagle[-_ ]?1?|mtp\d?|nextn|n-?gram|prompt[-_ ]loo
                 r"draft[-_ ]model (?:speculat\w*|decoding|method)|(?:a|separate|small|smaller|"
                 r"standalone|independent) draft[-_ ]model|medusa|dflash|suffix decoding")
 _PROSE_METHOD_RE = re.compile(r"(?<![\w-])(" + _METHOD_WORD + r")(?![\w-])", re.I)
+_MODEL_SIZE_RE = re.compile(r"\d(?:\.\d+)?[BbMm](?![a-z])")
 _EAGLE_ONE_RE = re.compile(r"(?<![\w-])eagle[-_ ]?1(?![\w.-])|\bE1\b", re.I)
 # "EAGLE 3 is expected to be faster than EAGLE 1": the subject is the method under study.
 _SUBJECT_RE = re.compile(
@@ -95,12 +96,16 @@ def _in_prose(a: Assembler) -> list[tuple[str, Fact]]:
 
 
 def _method_of_draft(name: str) -> str | None:
+    """The method a draft checkpoint's name says: an EAGLE or Medusa head, a DFlash
+    drafter, or (a model of its own, `Llama-3.2-1B-Instruct`) a draft model."""
     low = name.lower().replace("-", "").replace("_", "")
     for key, method in (("eagle3", "eagle3"), ("eagle", "eagle"), ("medusa", "medusa"),
                         ("dflash", "dflash")):
         if key in low:
             return method
-    return None
+    if "mtp" in low or "speculator" in low:
+        return None
+    return "draft_model" if _MODEL_SIZE_RE.search(name) else None
 
 
 def _canonical(word: str) -> str | None:
