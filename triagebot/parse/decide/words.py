@@ -94,9 +94,11 @@ _METHODS = r"(?:spec\w*|mtp|eagle\w*|ngram|n-gram|draft\w*|dflash|medusa|sd)"
 # Words that name a run without speculation. "baseline" next to a version, branch or commit
 # is the other side of a version comparison and is left out by `baseline_words`.
 NO_SPEC_RE = fast(
-    r"\bbaseline\b|\bwithout (?:the )?" + _METHODS + r"\b|\bwithout speculat\w*|"
+    # An arm's name joins its words with `_` ("no_mtp_graph"): a method ends at a non-letter.
+    r"\bbaseline\b|\bwithout (?:the )?" + _METHODS + r"(?![a-z])|\bwithout speculat\w*|"
     r"\bno[-_ ]?(?:spec(?:ulation|ulative decoding|[-_ ]?dec(?:oding)?)?|mtp|eagle\d?|draft|"
-    r"sd|ngram|dflash)\b|\bnon[-_ ]?" + _METHODS + r"\b|\bw/o (?:the )?" + _METHODS + r"\b|"
+    r"sd|ngram|dflash)(?![a-z])|\bnon[-_ ]?" + _METHODS + r"(?![a-z])|\bw/o (?:the )?" + _METHODS
+    + r"(?![a-z])|"
     r"\bvanilla\b|main model only|target(?: model)? (?:only|alone)|\bwith or without\b|"
     r"\bdisabl\w* (?:the )?" + _METHODS + r"\b|\b" + _METHODS + r" (?:disabled|off)\b|"
     r"\bautoregressive (?:baseline|decoding)\b|(?:than|vs\.?|versus) without\b",

@@ -91,7 +91,8 @@ def models(lines: list[Line], facts: Facts) -> None:
                     continue
                 if org.lower() in KNOWN_ORGS or ("model" in low and len(name) > 3
                                                  and _DIGIT_RE.search(name)) or (
-                        _DIGIT_RE.search(name) and _DRAFT_NAME_RE.search(name)):
+                        _DIGIT_RE.search(name) and _DRAFT_NAME_RE.search(name)
+                        and not _SUGGESTION_RE.search(low)):
                     found.append((m.group(1), m.start()))
         for raw, pos in found:
             name = canonical_model(raw.rstrip(".,)"))
@@ -104,6 +105,9 @@ def models(lines: list[Line], facts: Facts) -> None:
 
 
 _DIGIT_RE = re.compile(r"\d")
+# A checkpoint someone proposes is not one that ran.
+_SUGGESTION_RE = re.compile(r"suggest|\btry|trying|\bcould\b|\bmight\b|\bmaybe\b|recommend|"
+                            r"instead|should")
 _DRAFT_BEFORE_RE = re.compile(r"(draft|speculat\w*|assistant)\s+(model|head)?\s*(is|:|=|-)?\s*\[?$")
 
 
