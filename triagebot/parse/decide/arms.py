@@ -10,19 +10,22 @@ from triagebot.parse.runs import RunConfig
 
 # How a results row, a labelled block or a table names its arm. An arm name that says
 # "no MTP" or "baseline" is a run without speculation; one naming a method is a run with.
+# Names join their words with `_` ("no_mtp_graph"): a word ends at a non-letter.
 _ARM_NO_SPEC_RE = re.compile(
-    r"\bno[-_ ]?(?:spec\w*|mtp|eagle\d?|draft|sd|ngram)\b|\bbaseline\b|\bwithout\b|"
+    r"\bno[-_ ]?(?:spec\w*|mtp|eagle\d?|draft|sd|ngram)(?![a-z])|\bbaseline\b|\bwithout\b|"
     r"\bw/o\b|\bvanilla\b|\bplain\b|^\s*(?:off|none|disabled?|target(?: only)?|ar|"
     r"autoregressive|no)\s*$|\bdisabled?\b|\bnon[-_ ]?(?:spec\w*|mtp|eagle\w*|draft|ngram)",
     re.I)
 _ARM_SPEC_RE = re.compile(
-    r"spec(?:ulat\w*|[-_ ]?dec\w*)?\b|\bmtp\d?\b|\beagle[-_]?\d?\b|\bn-?gram\b|\bdraft\b|"
+    r"spec(?:ulat\w*|[-_ ]?dec\w*)?\b|(?<![a-z])mtp\d?(?![a-z])|(?<![a-z])eagle[-_]?\d?(?![a-z])|"
+    r"\bn-?gram\b|\bdraft\b|"
     r"\bmedusa\b|\bdflash\b|\bsuffix\b|\bnextn\b|prompt[-_ ]lookup|\bk\s?=\s?\d", re.I)
-_ARM_EAGER_RE = re.compile(r"\beager\b|no[-_ ]?(?:cuda[-_ ]?)?graphs?\b|\bno[-_ ]?cg\b|"
+_ARM_EAGER_RE = re.compile(r"(?<![a-z])eager(?![a-z])|no[-_ ]?(?:cuda[-_ ]?)?graphs?\b|"
+                           r"\bno[-_ ]?cg\b|"
                            r"(?:cuda[-_ ]?graphs?|cudagraphs?)[-_ :=]*(?:off|none|disabled?)\b",
                            re.I)
-_ARM_GRAPH_RE = re.compile(r"(?<!no )(?<!no-)(?<!no_)\b(?:cuda[-_ ]?graphs?|cudagraphs?|"
-                           r"graph mode|graphs? on|with cg)\b", re.I)
+_ARM_GRAPH_RE = re.compile(r"(?<!no )(?<!no-)(?<!no_)(?<![a-z])(?:cuda[-_ ]?graphs?|cudagraphs?|"
+                           r"graph mode|graphs? on|with cg|graph)(?![a-z])", re.I)
 _SPEC_KEYS = ("spec_config", "method", "mtp_flag", "draft", "prompt_lookup")
 
 
