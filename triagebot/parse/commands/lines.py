@@ -1,5 +1,13 @@
 """The syntax around commands in a report's lines: quote markers and prompts, continuations,
-fences, YAML scalars and flow lists, and the keys of compose / Kubernetes lists."""
+fences, YAML scalars and flow lists, and the keys of compose / Kubernetes lists.
+
+Continuations are joined here, before any word is split, because reports use three kinds
+and the standard library knows one: a trailing `\\` (with a comment after it, even),
+Windows' `^` and PowerShell's backtick. Compose and Kubernetes argument lists are read
+line by line rather than by a YAML parser: a report pastes a fragment of a file (one
+service's `command:` without its document, indentation broken by the quote markers of an
+email reply), which a YAML parser rejects as a whole.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""The lines prose extractors read (the title first, as line 0), and the rows of tables."""
+"""The lines prose extractors read (the title first, as line 0), and the rows of tables.
+
+Table rows are split here rather than taken from the document's markdown tables: a table
+pasted from a spreadsheet is tab separated, and one typed without its `|---|` rule (or
+with a header row of a different width) is no markdown table, yet both state settings
+per row as plainly as a GFM table does.
+"""
 
 from __future__ import annotations
 

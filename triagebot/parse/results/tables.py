@@ -1,5 +1,10 @@
 """The results scanner's reading of tables: markdown and aligned columns, header rows
-that name the arms, single rows of numbers."""
+that name the arms, single rows of numbers.
+
+The cells are split line by line, not taken from markdown tables: benchmark output is
+columns aligned with spaces, grid tables drawn with `+---+`, and rows pasted from a
+spreadsheet, none of which markdown calls a table.
+"""
 
 from __future__ import annotations
 
