@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from triagebot.parse.brackets import brackets
+from triagebot.parse.common import brackets
 
 
 def test_brackets_inside_strings_are_skipped() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import seed_rel as _seed
 from tests.conftest import shared_lines as _shared_lines
-from triagebot.parse.cmdline import (
+from triagebot.parse.commands import (
     Invocation,
     find_env_assignments,
     find_invocations,

@@ -68,14 +68,16 @@ _HEADING = re.compile(r"^#{1,6}\s", re.M)
 
 def reorder_sections(text: str, rng: random.Random) -> str:
     """Markdown sections (from one heading to the next) shuffled; fences stay whole.
-    A scraped page's `# Single GPU:` lines are shell comments, not headings: left alone."""
+    A scraped page's `# Single GPU:` lines are shell comments, not headings: left alone.
+    A section whose fence the excerpt cut off is closed before it moves: left open above
+    another section it would make that section code, which is not the same report."""
     if "```" not in text:
         return text
     starts = [m.start() for m in _HEADING.finditer(text) if _outside_fence(text, m.start())]
     if len(starts) < 2:
         return text
     head, bounds = text[:starts[0]], [*starts, len(text)]
-    sections = [text[a:b].rstrip("\n") + "\n\n" for a, b in itertools.pairwise(bounds)]
+    sections = [_closed(text[a:b].rstrip("\n")) + "\n\n" for a, b in itertools.pairwise(bounds)]
     rng.shuffle(sections)
     return head + "".join(sections)
 
@@ -147,6 +149,11 @@ def pasted_log(text: str, rng: random.Random) -> str:
               and _outside_fence(text, m.start())]
     at = rng.choice(breaks) if breaks else len(text)
     return text[:at] + "\n" + block + text[at:]
+
+
+def _closed(section: str) -> str:
+    fences = re.findall(r"^\s*(?:```|~~~)", section, re.M)
+    return section + "\n```" if len(fences) % 2 else section
 
 
 def _outside_fence(text: str, pos: int) -> bool:

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import SHARED
 from tests.conftest import seed_rel as _seed
 from tests.conftest import shared_lines as _shared_lines
-from triagebot.parse.pycode import PyCall, PyFacts, extract_python
+from triagebot.parse.python import PyCall, PyFacts, extract_python
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pycode"
 

@@ -33,21 +33,23 @@ if TYPE_CHECKING:
 PARSE_HELP = "\n\n".join((
     "Read a report into a ReproRequest: every field, its value and where it came from.",
     "`in_scope` is decided from what the thread asks, and `scope_reasons` says why. A thread "
-    "is in scope when it compares or measures speed (throughput, latency, acceptance) with "
-    "speculative decoding or CUDA/encoder graphs, or reports a crash while capturing or "
-    "replaying graphs; the reasons then name the speculation or graph words, the speed "
-    "words, and whether numbers or a configuration were found.",
-    "It is out of scope when neither speculation nor graphs are involved; when they are "
-    "only mentioned (a roadmap, a list of features) with no sentence, numbers or "
-    "configuration tying them to speed; when it asks about output quality (eval scores, "
-    "outputs that differ) rather than speed; when it is a crash outside graph capture with "
-    "no speed question; or when it is a usage question, a feature request or an "
-    "installation problem without measurements.",
-    "`symptom` says what went wrong: spec_slower_than_baseline, graph_slower_than_eager, "
-    "acceptance_drop, regression_between_versions, crash (the repro is a crash check), "
-    "accuracy (outputs or scores change), other, or null when no problem is reported. A "
-    "value is given only where the text states it; where two readings compete it is null "
-    "and listed in `missing`.",
+    "is in scope when it compares or measures speed (throughput, latency, acceptance, the "
+    "memory captured graphs take) with speculative decoding or CUDA/encoder graphs, or "
+    "reports a crash while capturing or replaying graphs; the reasons then name the "
+    "speculation or graph words, the speed words, and whether numbers or a configuration "
+    "were found. Words in pasted commands, logs and templates' headings do not count.",
+    "It is out of scope when neither speculation nor graphs are involved (a graph flag every "
+    "run shares is a setting, not the subject); when they are only mentioned (a roadmap, a "
+    "list of features, a logging change) with no sentence, numbers or configuration tying "
+    "them to speed; when it asks about output quality (accuracy, eval scores, outputs that "
+    "differ) rather than speed; when it is a crash outside graph capture with no speed "
+    "question; or when it is a usage question, a feature request, an installation problem "
+    "or a documentation change without measurements.",
+    "`symptom` says what went wrong, the title read first: spec_slower_than_baseline, "
+    "graph_slower_than_eager, acceptance_drop, regression_between_versions, crash (the repro "
+    "is a crash check), other (a speed-up below expectation, outputs that change), or null "
+    "when no problem is reported. A value is given only where the text states it; where two "
+    "readings compete it is null, listed in `missing` and quoted in `warnings`.",
 ))
 
 

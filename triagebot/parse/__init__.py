@@ -1,10 +1,26 @@
-"""Report text → ReproRequest. Pure: reads text, never runs or fetches anything."""
+"""Report text → ReproRequest. Pure: reads text, never runs or fetches anything.
+
+The parser is a pipeline, one subpackage a stage:
+
+    document   raw bytes → clean lines, the reporter's own post marked
+    commands   shell command lines → Invocations (program, flags, environment)
+    python     Python snippets → calls and assignments (read with ast, never run)
+    envdump    collect_env / check_env / pip lists → Environment
+    results    benchmark output, logs and tables → ReportedNumbers
+    prose      sentences and titles → Facts ("TP=4", "vLLM 0.17.1", "8x H200")
+    runs       Invocations and calls → RunConfigs in one vocabulary of settings
+    decide     all of the above → each field of the ReproRequest, with its evidence
+
+`common` holds what every stage shares (canonical spellings, the settings vocabulary,
+the `Fact` an extractor hands on). Stages import each other only through their
+packages' public names.
+"""
 
 from __future__ import annotations
 
 from triagebot.model import ReproRequest
-from triagebot.parse import cmdline, document, envdump, pycode, results, runs
-from triagebot.parse.assemble import Assembler, resolve
+from triagebot.parse import commands, document, envdump, python, results, runs
+from triagebot.parse.decide import Assembler, resolve
 
 __all__ = ["parse_report"]
 
@@ -19,10 +35,11 @@ def parse_report(data: str | bytes, title: str | None = None,
     doc = document.build(data, title)
     lines = doc.body_lines
     a = Assembler(doc, repo)
-    a.runs = runs.from_invocations(cmdline.find_invocations(lines), lines)
-    py_runs, a.sampling = runs.from_python(pycode.extract_python(lines), lines)
+    scanned = commands.read_commands(lines, doc.layout)
+    a.runs = runs.from_invocations(scanned.invocations, lines)
+    py_runs, a.sampling = runs.from_python(python.extract_python(lines, doc.layout), lines)
     a.runs += py_runs
-    a.env_assignments = cmdline.find_env_assignments(lines)
+    a.env_assignments = scanned.env
     dump = envdump.parse_environment(lines)
-    numbers = results.find_reported_numbers(lines)
+    numbers = results.find_reported_numbers(lines, doc.layout)
     return resolve(a, dump, numbers)

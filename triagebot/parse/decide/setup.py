@@ -1,0 +1,198 @@
+"""Deciding what the reporter ran: the engine and its version, the target and draft
+models."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from triagebot.model import (
+    Environment,
+)
+from triagebot.parse.common import (
+    PROGRAM_ENGINE,
+    Fact,
+    canonical_model,
+    canonical_version,
+    version_key,
+)
+from triagebot.parse.decide.assembler import Assembler
+from triagebot.parse.envdump import EnvDump
+from triagebot.parse.runs import RunConfig
+
+REPO_ENGINE = {"vllm-project/vllm": "vllm", "sgl-project/sglang": "sglang",
+               "waybarrios/vllm-mlx": "vllm-mlx", "ggml-org/llama.cpp": "llama.cpp",
+               "ggerganov/llama.cpp": "llama.cpp", "nvidia/tensorrt-llm": "tensorrt-llm",
+               "vllm-project/vllm-ascend": "vllm-ascend",
+               "huggingface/transformers": "transformers"}
+
+# sglang runs native MTP heads under `--speculative-algorithm EAGLE`.
+
+
+def decide_engine(a: Assembler, env: Environment) -> None:
+    votes: Counter[str] = Counter()
+    evidence: dict[str, list[Fact]] = {}
+    for run in a.runs:
+        engine = run_engine(run)
+        if engine:
+            votes[engine] += 3
+            fact = Fact("engine", engine, run.line, run.text, "cmdline")
+            evidence.setdefault(engine, []).append(fact)
+    mentions = a.facts.get("engine_mention")
+    for f in mentions:
+        votes[f.value] += 2 if f.kind == "title" else 1
+        evidence.setdefault(f.value, []).append(f)
+    if env.engine_version and "vllm" not in votes:
+        votes["vllm"] += 1
+    hint = REPO_ENGINE.get(a.repo or "")
+    if not votes:
+        if hint:
+            a.req.engine = hint  # type: ignore[assignment]
+            a.cite("engine", Fact("engine", hint, 0, f"repository {a.repo}", "repo", "hint"))
+        return
+    best = max(votes.values())
+    leaders = [e for e, n in votes.items() if n == best]
+    engine = hint if hint in leaders else leaders[0]
+    # vllm-mlx and vllm-ascend reports say "vllm" too; the specific name wins when present.
+    for specific in ("vllm-mlx", "vllm-ascend"):
+        if engine == "vllm" and votes.get(specific, 0) >= max(2, best // 3):
+            engine = specific
+    a.req.engine = engine  # type: ignore[assignment]
+    a.cite("engine", evidence.get(engine, []))
+
+
+def run_engine(run: RunConfig) -> str | None:
+    origin = run.origin.lower()
+    if origin.startswith(("llm", "vllm.llm", "engineargs", "asyncengineargs")):
+        return "vllm"
+    if origin.startswith(("sgl.", "sglang")):
+        return "sglang"
+    if origin.endswith("from_pretrained"):
+        return "transformers"
+    for prefix, engine in PROGRAM_ENGINE.items():
+        if origin.startswith(prefix) or origin.startswith(f"python -m {prefix}"):
+            return engine
+    if "benchmark_serving" in origin or "vllm" in origin:
+        return "vllm"
+    return None
+
+
+def decide_version(a: Assembler, dump: EnvDump) -> None:
+    env, ev = dump.environment, dump.evidence
+    engine = a.req.engine
+    # A dump's own engine version counts only for that engine: an SGLang dump lists vLLM
+    # as a package, and a vLLM dump may list SGLang.
+    dump_engine = dump.engine or "vllm"
+    if env.engine_version and engine in (dump_engine, None) and \
+            canonical_version(env.engine_version):
+        a.req.engine_version = canonical_version(env.engine_version)
+        line, text = ev.get("engine_version", (0, ""))
+        a.cite("engine_version", Fact("engine_version", a.req.engine_version, line, text,
+                                      "envdump", "env"))
+    elif engine and engine in env.packages and dump.engine in (None, engine) and \
+            canonical_version(env.packages[engine]):
+        a.req.engine_version = canonical_version(env.packages[engine])
+        line, text = ev.get(f"package:{engine}", ev.get("packages", (0, "")))
+        a.cite("engine_version", Fact("engine_version", a.req.engine_version, line, text,
+                                      "envdump", "env"))
+    else:
+        stated = [f for f in a.facts.get("version") if f.value[0] == engine]
+        upgrades = a.facts.get("version_upgrade")
+        pool = upgrades or stated or a.facts.get("version_bare") or _labelled(a, engine)
+        if pool:
+            best = max(pool, key=lambda f: version_key(f.value if isinstance(f.value, str)
+                                                       else f.value[1]))
+            value = best.value if isinstance(best.value, str) else best.value[1]
+            a.req.engine_version = value
+            a.cite("engine_version", best)
+    commit = env.engine_commit
+    if commit:
+        a.req.engine_commit = commit
+        line, text = ev.get("engine_commit", (0, ""))
+        a.cite("engine_commit", Fact("engine_commit", commit, line, text, "envdump", "env"))
+    elif (commits := a.facts.get("commit")):
+        a.req.engine_commit = commits[0].value
+        a.cite("engine_commit", commits[0])
+
+
+def _labelled(a: Assembler, engine: str | None) -> list[Fact]:
+    """`version: X` lines that name no package, read as the engine's release: llama.cpp
+    prints its build as a bare number (`version: 9330 (328874d05)`)."""
+    out: list[Fact] = []
+    for f in a.facts.get("version_label"):
+        raw = str(f.value)
+        value = f"b{raw}" if engine == "llama.cpp" and re.fullmatch(r"\d{4,5}", raw) \
+            else canonical_version(raw)
+        if value and engine:
+            out.append(Fact("version", value, f.line, f.text, f.source, f.kind))
+    return out
+
+
+def decide_models(a: Assembler) -> None:
+    drafts: list[tuple[str, Fact]] = []
+    for f in a.values("draft"):
+        raw = str(f.value)
+        if raw.strip().lower() in ("[ngram]", "ngram"):
+            continue
+        name = canonical_model(raw)
+        if name:
+            drafts.append((name, f))
+    # A conversion or build step (`convert_checkpoint.py`, `trtllm-build`) reads one
+    # checkpoint, target or draft: its heading says which ("convert draft model").
+    built: set[tuple[int, str]] = set()
+    built_targets: list[tuple[str, Fact]] = []
+    for run in a.runs:
+        if run.build and "model" in run.settings:
+            value, line, text = run.settings["model"]
+            built.add((line, str(value)))
+            role = _BUILD_ROLE_RE.search(run.name or "")
+            name = canonical_model(value)
+            if role and name:
+                fact = Fact("model", name, line, text, run.source)
+                (drafts if role.group(1) else built_targets).append((name, fact))
+    engine_models = [f for f in a.values("model", engine_side_only=True)
+                     if (f.line, str(f.value)) not in built]
+    # transformers loads the assistant with from_pretrained too: that load is the draft's.
+    draft_ids = {n.lower() for n, _ in drafts}
+    engine_models = [f for f in engine_models if not (
+        "from_pretrained" in f.text and (canonical_model(f.value) or "").lower() in draft_ids)]
+    client_models = [f for f in a.values("model") if f not in engine_models
+                     and (f.line, str(f.value)) not in built]
+    targets: list[tuple[str, Fact]] = list(built_targets)
+    for f in engine_models or client_models:
+        name = canonical_model(f.value)
+        if name:
+            targets.append((name, f))
+    if not targets:
+        targets = [(f.value, f) for f in a.facts.get("model_prose")]
+    if not drafts:
+        drafts = [(f.value, f) for f in a.facts.get("draft_prose")]
+    draft_names = _unique([n for n, _ in drafts])
+    a.req.draft_models = [n for n in draft_names if n.lower() not in
+                          {t.lower() for t, _ in targets} or not targets]
+    a.req.models = _drop_shortened(
+        [n for n in _unique([n for n, _ in targets])
+         if n.lower() not in {d.lower() for d in a.req.draft_models}])
+    a.cite("models", [f for n, f in targets if n in a.req.models])
+    a.cite("draft_models", [f for n, f in drafts if n in a.req.draft_models])
+
+
+_BUILD_ROLE_RE = re.compile(r"\b(?:(draft|assistant|small|speculat\w*)|target|main|base|large|"
+                            r"verifier)\b", re.I)
+
+
+def _drop_shortened(names: list[str]) -> list[str]:
+    """Without a title's short form of an id the body spells out: "Qwen2.5-VL-7B" beside
+    "Qwen/Qwen2.5-VL-7B-Instruct" is one model, named twice."""
+    def tail(name: str) -> str:
+        return name.split("/")[-1].lower()
+
+    return [n for n in names if not any(
+        m != n and "/" in m and "/" not in n and tail(n) in tail(m) for m in names)]
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: dict[str, str] = {}
+    for item in items:
+        seen.setdefault(item.lower(), item)
+    return list(seen.values())

@@ -1,0 +1,136 @@
+"""The words a thread uses for speculation, graphs, speed, crashes and output quality, which
+scope, symptom and modes read in the reporter's prose."""
+
+from __future__ import annotations
+
+import re
+
+from triagebot.parse.common import fast
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.I)
+
+
+def hits(pattern: re.Pattern[str], text: str, limit: int = 3) -> list[str]:
+    """Up to `limit` distinct matches of `pattern` in `text`, as written."""
+    out: list[str] = []
+    for m in pattern.finditer(text):
+        word = m.group(0).strip()
+        if word and word.lower() not in (w.lower() for w in out):
+            out.append(word)
+        if len(out) >= limit:
+            break
+    return out
+
+
+# A speed-up factor ("1.8x", "0.62×"), not a device count ("2x H100", "8x GPUs").
+_FACTOR = (r"(?<![\w.])\d+(?:\.\d+)?\s?[x×](?![\w])(?!\s*(?:NVIDIA\s+)?(?:[ABHLMT]\d|RTX|GB\d|MI\d|"
+           r"GPUs?\b|H20|V100|A6000|nodes?\b|cards?\b))")
+SPEC_RE = fast(
+    r"speculative|spec[-_ ]?decod|\bspec[-_ ]?dec\b|\bMTP\d?\b|\beagle[-_ ]?\d?\b|\bngram\b|"
+    r"\bn-gram\b|prompt[-_ ]lookup|draft[-_ ]model|draft tokens?|\bmedusa\b|\bdflash\b|"
+    r"suffix decoding|acceptance (?:rate|length)|accept(?:ance)? len|\bnextn\b|"
+    r"num_speculative_tokens|speculative_config|assistant_model", "smenpda")
+# Graph execution under any vendor's name: CUDA and HIP graphs, Ascend's ACL graphs and
+# torchair, and the encoder (ViT) graphs.
+GRAPH_RE = fast(
+    r"cuda[-_ ]?graphs?|cudagraph|\bCG\b|enforce[-_]eager|piecewise|graph capture|"
+    r"capture[ds]? (?:the )?graphs?|graph replay|replay(?:ing)? (?:the )?graph|vit[-_ ]graph|"
+    r"encoder[-_ ]graph|torch\.compile.*graph|disable[-_]cuda[-_]graph|hip[-_ ]?graphs?|"
+    r"acl[-_ ]?graphs?|npu[-_ ]?graphs?|torchair|\bgraph mode\b|\beager mode\b", "cepgrvtdhan")
+PERF_RE = fast(
+    r"\bperf(?:ormance)?\b|\bunderperform\w*|\bperform(?:s|ed|ing)? (?:worse|better|slower|"
+    r"faster|poorly|badly)\b|\bthroughput|\blatency|"
+    r"\btok(?:en)?s?/s\b|tokens?/s(?:ec)?\b|\bt/s\b|\bslow(?:er|s|down|ed|ing)?\b|\bfaster\b|"
+    r"\bspeed(?:-?up|s)?\b|\bTPOT\b|\bTTFT\b|\bITL\b|\bE2E\b|acceptance|\bbenchmark|\bregress|"
+    r"\boverhead\b|\bms\b|\d\s?ms\b|\bx faster|\bbottleneck|\bno[- ]op\b|\bstep time|"
+    r"\bdecode time|" + _FACTOR + r"|\bgains?\b|\bstress test|"
+    r"\bload test", "putlsfieabromxndg0123456789")
+# Speed itself, the question a performance thread asks (PERF_RE also has "benchmark" and
+# "regress", which an accuracy thread uses too).
+SPEED_RE = fast(
+    r"\bthroughput|\blatency|\btok(?:en)?s?/s\b|tokens?/s(?:ec)?\b|\bt/s\b|\bslow(?:er|s|down|"
+    r"ed|ing)?\b|\bfaster\b|\bspeed(?:-?up|s)?\b|\bTPOT\b|\bTTFT\b|\bITL\b|\bE2E\b|"
+    r"\bunderperform\w*|\bperform(?:s|ed|ing)? (?:worse|better|slower|faster|poorly|badly)\b|"
+    r"\bperformance\b(?! (?:on|of) (?:the )?(?:gsm8k|mmlu|eval))", "tlsfieup")
+CRASH_RE = fast(
+    r"traceback \(most recent call last\)|\bsegfault|segmentation fault|illegal memory access|"
+    r"\bcrash(?:es|ed|ing)?\b|\bCUDA error\b|cudaError\w+|device-side assert|RuntimeError|"
+    r"AssertionError|\bassert(?:ion)? (?:failed|error)|GGML_ASSERT|\bhangs?\b|\bdeadlock|"
+    r"core dumped|\bNaN\b|out of memory|\bOOM\b", "tsicdraghno")
+CRASH_OUTPUT_RE = fast(
+    r"traceback \(most recent call last\)|segmentation fault|illegal memory access|"
+    r"\bCUDA error:|cudaError\w+|device-side assert|GGML_ASSERT|core dumped|"
+    r"\bhangs?\b|\bhung\b|\bdeadlock|stuck|out of memory|\bcrash(?:es|ed)\b", "tsicdghuo")
+_ERROR_NAME_RE = _rx(r"\w+Error: ")
+
+
+def crash_output(text: str) -> list[str]:
+    """The first sign of error output in `text`: a traceback, a CUDA error, `XxxError: `."""
+    found = hits(CRASH_OUTPUT_RE, text, 1)
+    if not found and "error: " in text.lower():
+        found = hits(_ERROR_NAME_RE, text, 1)
+    return found
+# The run that failed had graphs off: its crash is not one of capture or replay.
+GRAPHS_OFF_RE = _rx(
+    r"(?:cuda[-_ ]?graphs?|cudagraphs?) (?:are |is |were |was )?(?:disabled|off|turned off)|"
+    r"(?:with|using|even with) --?enforce[-_]eager|disable[-_]cuda[-_]graph"
+)
+# Capturing graphs costs memory and start-up time: a cost the thread may ask about.
+CAPTURE_COST_RE = _rx(
+    r"(?:captur\w*|cuda[-_ ]?graphs?|cudagraphs?)[^.\n]{0,60}\b(?:memory|\d+(?:\.\d+)?\s?"
+    r"(?:GiB|GB|MiB)|OOM|out of memory|start-?up time)\b"
+)
+# Output quality rather than speed: eval scores, outputs that differ between arms.
+ACCURACY_RE = fast(
+    r"\baccuracy\b|\bexact[ _]match\b|\bgsm8k\b|\bmmlu\b|\bhumaneval\b|lm[-_]eval|"
+    r"\beval(?:uation)? scores?\b|outputs? (?:differ|diverge|mismatch|change)\w*|"
+    r"(?:not|aren't|isn't|are not|is not) (?:the same|identical)|\bcorrectness\b|"
+    r"\bgibberish\b|\bgarbage (?:output|text)|wrong (?:answers?|outputs?|tokens?)|"
+    r"\bdifferent (?:outputs?|results|text|answers?)\b|\bcorrupt\w*", "aegmhloincwd")
+
+_METHODS = r"(?:spec\w*|mtp|eagle\w*|ngram|n-gram|draft\w*|dflash|medusa|sd)"
+# Words that name a run without speculation. "baseline" next to a version, branch or commit
+# is the other side of a version comparison and is left out by `baseline_words`.
+NO_SPEC_RE = fast(
+    # An arm's name joins its words with `_` ("no_mtp_graph"): a method ends at a non-letter.
+    r"\bbaseline\b|\bwithout (?:the )?" + _METHODS + r"(?![a-z])|\bwithout speculat\w*|"
+    r"\bno[-_ ]?(?:spec(?:ulation|ulative decoding|[-_ ]?dec(?:oding)?)?|mtp|eagle\d?|draft|"
+    r"sd|ngram|dflash)(?![a-z])|\bnon[-_ ]?" + _METHODS + r"(?![a-z])|\bw/o (?:the )?" + _METHODS
+    + r"(?![a-z])|"
+    r"\bvanilla\b|main model only|target(?: model)? (?:only|alone)|\bwith or without\b|"
+    r"\bdisabl\w* (?:the )?" + _METHODS + r"\b|\b" + _METHODS + r" (?:disabled|off)\b|"
+    r"\bautoregressive (?:baseline|decoding)\b|(?:than|vs\.?|versus) without\b",
+    "bwnvmtdsea")
+# "Standard inference" and "without it" name the baseline only inside a comparison: "barely
+# above standard decoding (1.0)" is a reference point, not a run.
+STANDARD_BASELINE_RE = fast(
+    r"(?:\bvs\.?|\bversus|\bcompar\w* (?:\w+ ){0,4}(?:to|with|against)|\bthan|\bagainst)\s+"
+    r"(?:the\s+|a\s+)?"
+    r"(?:standard|regular|normal|plain|default|greedy|ordinary)\s+(?:inference|decoding|"
+    r"generation|serving|mode|model|run)|\bwhereas without it\b|(?:than|vs\.?) without it\b",
+    "vctaw")
+_OTHER_BASELINE_RE = _rx(
+    r"baseline\W{0,3}(?:\(|:|=|is|was)?\s*(?:main|master|v?\d+\.\d+|commit|branch|nightly|"
+    r"release|before|upstream)|(?:main|master|nightly|release|commit|upstream)\s*\(?baseline")
+
+
+def baseline_words(text: str) -> list[str]:
+    """The words that name a run without speculation, "baseline" in another sense left out."""
+    if "baseline" in text.lower() and _OTHER_BASELINE_RE.search(text):
+        text = _OTHER_BASELINE_RE.sub(" ", text)
+    return hits(NO_SPEC_RE, text, 1) or hits(STANDARD_BASELINE_RE, text, 1)
+
+
+# The thread ran something: it benchmarked, tested, measured, profiled or reproduced it.
+RAN_RE = fast(r"\b(?:benchmark(?:ed|ing)|benchmark(?:ing)? (?:results?|summary)|tested|"
+              r"measured|observed?|stress test|test results?|profil(?:ed|ing)|reproduced|"
+              r"reproducible)\b", "btmospr")
+# A stated effect of a run: a speed-up factor, a percentage change, a comparison of speed.
+EFFECT_RE = fast(
+    _FACTOR + r"|[-−+~]?\d+(?:\.\d+)?\s?%\s*(?:\w+\s+){0,2}?"
+    r"(?:faster|slower|drop|regression|improvement|speed-?up|loss|gain|better|worse|lower|"
+    r"higher|measured)|(?:performance|throughput|latency|speed)\s+(?:regression|drop|"
+    r"degradation|loss|improvement|increase|decrease)|\b(?:slower|faster) than\b|"
+    r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|tok/s|tokens/s|t/s|s/it)\b", "0123456789-−+~ptlsf")
