@@ -315,6 +315,11 @@ _WHY = {
 }
 
 
+# What a runner that says cuda "none" (it ran without a usable GPU) did not measure.
+_NO_CUDA = ("the runner ran without a GPU, so no CUDA kernel or CUDA graph ran: what "
+            "depends on them is not what was measured")
+
+
 def _gpu_key(name: str) -> str:
     m = _GPU_MODEL.search(name.upper())
     return m.group(1) if m else name.strip().lower()
@@ -361,8 +366,11 @@ def env_diff(request: ReproRequest, runner: RunEnv | None, *, gpus_needed: int =
     fields = []
     for name, rep in reported.items():
         diff = _differs(name, rep, ours[name])
+        note = _WHY[name] if diff else ""
+        if name == "cuda" and ours[name] == "none":
+            note = _NO_CUDA
         fields.append(EnvField(field=name, reported=rep, ours=ours[name], differs=diff,
-                               note=_WHY[name] if diff else ""))
+                               note=note))
     return EnvDiff(fields=fields, sentence=_env_sentence(fields, runner, gpus_needed))
 
 
@@ -380,7 +388,7 @@ def _env_sentence(fields: Sequence[EnvField], runner: RunEnv, gpus_needed: int) 
     parts = [f"{f.field} ({f.reported} vs {f.ours})" for f in ranked]
     lead = ranked[0]
     return (f"the runner differs in {', '.join(parts)}; most likely to explain a mismatch: "
-            f"{lead.field}, because {_WHY[lead.field]}{tail}")
+            f"{lead.field}, because {lead.note}{tail}")
 
 
 # --- entry point --------------------------------------------------------------------------
