@@ -117,3 +117,6 @@ def test_env_diff_says_a_cpu_runner_ran_no_cuda() -> None:
     assert (cuda.reported, cuda.ours, cuda.differs) == ("12.8.61", "none", True)
     assert "no CUDA kernel or CUDA graph ran" in cuda.note
     assert "cuda (12.8.61 vs none)" in diff.sentence
+    count = next(f for f in diff.fields if f.field == "gpu_count")
+    assert (count.ours, count.differs) == ("0", True)
+    assert "gpu_count (1 vs 0)" in diff.sentence  # no GPU is not "enough GPUs"

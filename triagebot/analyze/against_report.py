@@ -357,7 +357,7 @@ def env_diff(request: ReproRequest, runner: RunEnv | None, *, gpus_needed: int =
     }
     ours: dict[str, str | None] = {
         "gpu": runner.gpu,
-        "gpu_count": str(runner.gpu_count) if runner.gpu_count else None,
+        "gpu_count": str(runner.gpu_count) if runner.gpu_count is not None else None,
         "driver": runner.driver,
         "cuda": runner.cuda,
         "torch": runner.torch,
@@ -375,7 +375,8 @@ def env_diff(request: ReproRequest, runner: RunEnv | None, *, gpus_needed: int =
 
 
 def _env_sentence(fields: Sequence[EnvField], runner: RunEnv, gpus_needed: int) -> str:
-    enough = (runner.gpu_count or 1) >= gpus_needed
+    # An unknown count is taken as enough; a runner without a GPU has none.
+    enough = runner.gpu_count is None or runner.gpu_count >= gpus_needed
     differing = [f for f in fields if f.differs and not (f.field == "gpu_count" and enough)]
     ignored = [f for f in fields if f.differs and f.field == "gpu_count" and enough]
     tail = "".join(f"; {f.field} differs ({f.reported} vs {f.ours}) but every cell runs on "
