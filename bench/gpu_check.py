@@ -200,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
     tick = time.monotonic()
     standins.ensure({target.model_id, draft.model_id}, standins.DEFAULT_CACHE, log=say,
                     device=device)
+    if device == "cuda":
+        torch.cuda.empty_cache()  # the training's memory, before the cells measure theirs
     timings["standins_s"] = round(time.monotonic() - tick, 1)
 
     kind = (gpu_kind(str(facts.get("device_name", ""))) or "h100") if device == "cuda" \
