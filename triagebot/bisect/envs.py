@@ -21,10 +21,10 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from triagebot.bisect.ranges import is_version
+from triagebot.bisect.ranges import BisectError, is_version
 from triagebot.engines import vllm_cpu as locks
 from triagebot.run import vllm_cpu
-from triagebot.run.provision import ProvisionError, lock_file
+from triagebot.run.provision import ENGINES, ProvisionError, lock_file
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 _TORCH_PIN = re.compile(r"torch(?:\{[^}]*\})?==(\d+\.\d+\.\d+)\+cpu")
@@ -155,3 +155,20 @@ def bound_cache(cache_dir: Path, max_env_gb: float, *, keep: set[str],
         total -= sizes[env]
         removed.append(env.name)
     return removed
+
+
+def package_for(engine: str, gpu: str | None) -> str:
+    """The PyPI package whose releases a bisect of `engine` walks (vLLM's CPU build on the
+    cpu runner)."""
+    if engine == "vllm" and gpu == "cpu":
+        return locks.PACKAGE
+    spec = ENGINES.get(engine)
+    if spec is None:
+        raise BisectError(f"bisect over {engine} releases is not supported")
+    return spec.package
+
+
+def nightly_package_for(package: str) -> str:
+    """Where a package's nightlies are listed: vLLM's CPU build has its own PyPI name for
+    them; elsewhere they are the package's own dev versions."""
+    return vllm_cpu.NIGHTLY_PACKAGE if package == vllm_cpu.PACKAGE else package

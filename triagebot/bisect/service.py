@@ -147,7 +147,6 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
     """Run (or resume) the bisect and leave its report; raises RunCancelled on cancel."""
     from triagebot.bisect import envs, ranges, search
     from triagebot.bisect import start as starts
-    from triagebot.bisect.cli import nightly_package_for, package_for
     from triagebot.bisect.render import answer, render_section
     from triagebot.bisect.runner import BisectRun, BisectSettings, Deeper, bisect
     from triagebot.commands.bisect import parse_words
@@ -162,7 +161,7 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
     options = parse_words(spec.overrides).options
     ask = _ask_commits(runner, id_, stop)
     try:
-        package = package_for(plan.engine, options.gpu)
+        package = envs.package_for(plan.engine, options.gpu)
         where = str(settings.bisect_find_links or settings.bisect_index)
         known = ranges.finals(envs.index_versions(package, where))
 
@@ -175,7 +174,7 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
             return found
 
         start = starts.first_level(spec.good, spec.bad, spec.direction, known, sha_plan,
-                                   lambda: envs.index_versions(nightly_package_for(package),
+                                   lambda: envs.index_versions(envs.nightly_package_for(package),
                                                                where, wheels_here=True))
     except (ranges.BisectError, ProvisionError) as exc:
         store.move(id_, "failed", error=f"cannot bisect: {exc}")
@@ -206,7 +205,7 @@ def run_bisect_job(runner: JobRunner, id_: str, job: JobRecord,
 
     steps = RedisSteps(store.redis, steps_key(store, id_), settings.job_ttl_s)
     deeper = Deeper(nightlies=lambda: ranges.nightlies(
-        envs.index_versions(nightly_package_for(package), where, wheels_here=True)),
+        envs.index_versions(envs.nightly_package_for(package), where, wheels_here=True)),
         commits=ask) if rng.level == "release" else None
     try:
         result = bisect(run, request, options, spec.errors, bisect_settings, store=steps,

@@ -3,6 +3,11 @@
 `base` holds the Typer app and what every command shares; each other module adds its
 commands to it when imported, in the order `triagebot --help` lists them. `views` draws
 the Rich tables and progress the commands print.
+
+Only Typer, Rich and the standard library load at start-up: each command imports what it
+runs on (pydantic models, jinja2, numpy, scipy, torch, the GitHub and Redis clients)
+inside its own body, so `triagebot --version` and `--help` answer at once.
+tests/test_startup.py holds this.
 """
 
 from triagebot.cli import bisecting, engines, planning, running, service

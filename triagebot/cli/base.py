@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 import re
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, get_type_hints
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from triagebot import __version__
-from triagebot.model import Budget, Plan, PlanPolicy
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from triagebot.model import Plan, ReproRequest
 
 app = typer.Typer(
     name="triagebot",
@@ -25,6 +24,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help: Typer's Rich help formatter costs more than the rest of start-up.
+    rich_markup_mode=None,
 )
 
 # Exit codes shared by every command.
@@ -83,7 +84,6 @@ def read_report(path: str, title: str | None,
 
 def read_input(path: str) -> bytes:
     """The report's bytes from a file or `-` (stdin); a clear error and exit 2 otherwise."""
-    err = Console(stderr=True)
     if path == "-":
         return sys.stdin.buffer.read()
     p = Path(path)
@@ -93,34 +93,58 @@ def read_input(path: str) -> bytes:
         return p.read_bytes()
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        err.print(f"[red]error:[/red] cannot read {path!r}: {reason}")
-        raise typer.Exit(EXIT_USAGE) from None
+        raise fail(EXIT_USAGE, f"cannot read {path!r}: {reason}") from None
 
 
+ReportArg = Annotated[str, typer.Argument(
+    metavar="REPORT", help="Report file, - for stdin, or an issue/PR URL.")]
 OverridesArg = Annotated[list[str] | None, typer.Argument(
+    metavar="KEY=VALUE",
     help="key=value overrides, as in `@triagebot repro`: engine=, version=, model=, draft=, "
          "spec=mtp:1,none, k=1,2, modes=eager,graph, workload=, runs=, warmups=, gpu=, tp=, "
          "temperature=, max_tokens=, concurrency=, prompts=.")]
-TitleOpt = Annotated[str | None, typer.Option("--title", help="The issue or PR title.")]
-RepoOpt = Annotated[str | None, typer.Option("--repo", help="OWNER/NAME of the thread.")]
-EngineOpt = Annotated[str | None, typer.Option("--engine", help="Same as engine=.")]
-RunsOpt = Annotated[int | None, typer.Option("--runs", help="Same as runs=.")]
+TitleOpt = Annotated[str | None, typer.Option(
+    "--title", metavar="TEXT", help="The issue or PR title.")]
+RepoOpt = Annotated[str | None, typer.Option(
+    "--repo", metavar="OWNER/NAME", help="The thread's repository.")]
+EngineOpt = Annotated[str | None, typer.Option(
+    "--engine", metavar="ENGINE", help="Same as engine=.")]
+RunsOpt = Annotated[int | None, typer.Option("--runs", metavar="N", help="Same as runs=.")]
 RunnerOpt = Annotated[str | None, typer.Option(
-    "--runner", help="Runner kind, same as gpu=: `cpu` runs vLLM's CPU build on stand-in "
-                     "models built locally.")]
+    "--runner", metavar="KIND",
+    help="Runner kind, same as gpu=: `cpu` runs vLLM's CPU build on stand-in models built "
+         "locally.")]
 TrustOpt = Annotated[list[str] | None, typer.Option(
-    "--trust-remote-code", help="Allow this model id (or id@revision) to run its own code; "
-    "repeatable. Nothing else gets trust_remote_code.")]
+    "--trust-remote-code", metavar="MODEL",
+    help="Allow this model id (or id@revision) to run its own code; repeatable. Nothing "
+         "else gets trust_remote_code.")]
+
+
+def console(stderr: bool = False) -> Console:
+    """A Rich console; Rich loads on first use, not at start-up."""
+    from rich.console import Console
+
+    return Console(stderr=stderr)
+
+
+def escape(text: str) -> str:
+    """`text` with Rich markup escaped, so a report's brackets print as written."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def fail(code: int, message: str) -> typer.Exit:
-    Console(stderr=True).print(f"[red]error:[/red] {escape(message)}")
+    console(stderr=True).print(f"[red]error:[/red] {escape(message)}")
     return typer.Exit(code)
 
 
 @dataclass(frozen=True)
 class PlanInputs:
-    """What `plan`, `render` and `repro` build a plan from: the report and the options."""
+    """What `plan`, `render` and `repro` build a plan from: the report and the options.
+
+    Each of those commands lists these parameters (ReportArg, OverridesArg, ... RunnerOpt)
+    in this order and gathers them here."""
 
     path: str
     overrides: list[str] | None = None
@@ -131,22 +155,16 @@ class PlanInputs:
     trust: list[str] | None = None
     runner: str | None = None
 
-    def read(self) -> tuple[bytes, str | None, str | None]:
-        """The report's bytes, and its title and repo (an issue URL supplies both)."""
-        return read_report(self.path, self.title, self.repo)
-
-    def load(self, max_runs: int | None = None) -> Plan:
-        data, title, repo = self.read()
-        return self.plan(data, title, repo, max_runs)
-
-    def plan(self, data: bytes, title: str | None, repo: str | None,
-             max_runs: int | None = None) -> Plan:
-        """Parse and plan, turning every refusal into a message and an exit code."""
+    def load(self, max_runs: int | None = None) -> tuple[ReproRequest, Plan]:
+        """The report read and parsed, and the plan built from it; every refusal becomes a
+        message and an exit code."""
         from triagebot.errors import PlanRejected
+        from triagebot.model import Budget, PlanPolicy
         from triagebot.overrides import OptionsError, parse_overrides
         from triagebot.parse import parse_report
         from triagebot.plan import build_plan
 
+        data, title, repo = read_report(self.path, self.title, self.repo)
         words = list(self.overrides or [])
         words += [f"engine={self.engine}"] if self.engine else []
         words += [f"runs={self.runs}"] if self.runs is not None else []
@@ -160,44 +178,7 @@ class PlanInputs:
         if max_runs is not None:
             budget = budget.model_copy(update={"max_runs": max_runs})
         try:
-            return build_plan(request, options, budget=budget,
-                              policy=PlanPolicy(trust_remote_code=self.trust or []))
+            return request, build_plan(request, options, budget=budget,
+                                       policy=PlanPolicy(trust_remote_code=self.trust or []))
         except PlanRejected as exc:
             raise fail(EXIT_REFUSED, f"cannot plan this report: {exc}") from None
-
-
-# The command-line spelling of each PlanInputs field, in the order `--help` lists them.
-_PLAN_PARAMETERS = tuple(
-    inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
-                      annotation=annotation)
-    for name, annotation, default in (
-        ("path", Annotated[str, typer.Argument(
-            help="Report file, - for stdin, or an issue/PR URL.")], inspect.Parameter.empty),
-        ("overrides", OverridesArg, None), ("title", TitleOpt, None), ("repo", RepoOpt, None),
-        ("engine", EngineOpt, None), ("runs", RunsOpt, None), ("trust", TrustOpt, None),
-        ("runner", RunnerOpt, None),
-    ))
-
-
-def takes_plan_inputs(command: Callable[..., None]) -> Callable[..., None]:
-    """A command whose first parameter is PlanInputs, as Typer needs to see it.
-
-    Typer builds the command line from the function's signature, so the wrapper shows it
-    the PlanInputs parameters followed by the command's own, and gathers them back into
-    one PlanInputs when the command runs.
-    """
-    hints = get_type_hints(command, include_extras=True)
-    own = [p.replace(annotation=hints[p.name])
-           for p in list(inspect.signature(command).parameters.values())[1:]]
-    parameters = [*_PLAN_PARAMETERS, *own]
-
-    @functools.wraps(command)
-    def run(**values: Any) -> None:
-        inputs = PlanInputs(**{p.name: values.pop(p.name) for p in _PLAN_PARAMETERS})
-        command(inputs, **values)
-
-    # Typer reads both: the signature for the parameters, the annotations for their types.
-    signature = inspect.Signature(parameters, return_annotation=None)
-    run.__signature__ = signature  # type: ignore[attr-defined]
-    run.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
-    return run

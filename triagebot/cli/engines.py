@@ -6,17 +6,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from triagebot.cli.base import (
-    EXIT_RUN_ERROR,
-    EXIT_USAGE,
-    app,
-    fail,
-)
+from triagebot.cli.base import EXIT_RUN_ERROR, EXIT_USAGE, app, console, escape, fail
 
 engines_app = typer.Typer(help="What each engine release accepts, and how that table is kept.",
+                          rich_markup_mode=None,
                           no_args_is_help=True)
 app.add_typer(engines_app, name="engines")
 
@@ -24,6 +18,7 @@ app.add_typer(engines_app, name="engines")
 @engines_app.command("refresh-vllm")
 def refresh_vllm(
     versions: Annotated[list[str] | None, typer.Argument(
+        metavar="VERSION",
         help="Releases (0.17.1) or local wheel paths; default: every release 0.8.5-0.33.")] = None,
     out: Annotated[Path | None, typer.Option(help="Table to write; default: the one shipped "
                                                   "in the package.")] = None,
@@ -45,7 +40,7 @@ def refresh_vllm(
 
 @engines_app.command("vllm-keys")
 def vllm_keys(
-    version: Annotated[str, typer.Argument(help="A vLLM release, e.g. 0.17.1.")],
+    version: Annotated[str, typer.Argument(metavar="VERSION", help="A vLLM release, e.g. 0.17.1.")],
 ) -> None:
     """List what one vLLM release accepts: spec methods, config keys, cudagraph modes."""
     from triagebot.engines import vllm_catalog as cat
@@ -53,10 +48,9 @@ def vllm_keys(
     try:
         release = cat.nearest_release(version)
     except cat.UnknownRelease as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(EXIT_USAGE) from None
-    console = Console()
-    console.print(f"[bold]vLLM {release}[/bold]" + ("" if release == version else
+        raise fail(EXIT_USAGE, str(exc)) from None
+    out = console()
+    out.print(f"[bold]vLLM {release}[/bold]" + ("" if release == version else
                                                    f" (nearest release to {version})"))
     for label, values in (
             ("speculative methods", cat.spec_methods(release)),
@@ -66,11 +60,12 @@ def vllm_keys(
             ("compilation_config keys", cat.compilation_config_keys(release)),
             ("encoder graph keys", cat.encoder_cudagraph_keys(release)),
             ("bench mm-processor", ["yes" if cat.has_mm_processor_bench(release) else "no"])):
-        console.print(f"[cyan]{label}:[/cyan] " + (", ".join(values) or "—"))
+        out.print(f"[cyan]{label}:[/cyan] " + (", ".join(values) or "—"))
 
 
 
-runner_app = typer.Typer(help="Engine environments for a runner kind.", no_args_is_help=True)
+runner_app = typer.Typer(help="Engine environments for a runner kind.", no_args_is_help=True,
+                         rich_markup_mode=None)
 app.add_typer(runner_app, name="runner")
 VersionOpt = Annotated[str, typer.Option("--version", help="vLLM release, e.g. 0.32.0.")]
 
@@ -83,7 +78,7 @@ def _only_cpu(kind: str) -> None:
 
 @runner_app.command("setup")
 def runner_setup(
-    kind: Annotated[str, typer.Argument(help="Runner kind: cpu.")],
+    kind: Annotated[str, typer.Argument(metavar="KIND", help="Runner kind: cpu.")],
     version: VersionOpt = "0.32.0",
     cache: Annotated[Path | None, typer.Option(help="Environment cache directory.")] = None,
     standins_dir: Annotated[Path | None, typer.Option(
@@ -106,7 +101,7 @@ def runner_setup(
                    recipes.draft("llama").model_id}
             ids |= {recipes.head("llama", m).model_id for m in ("eagle", "eagle3")}
             standins.ensure(ids, standins_dir or standins.DEFAULT_CACHE,
-                            log=lambda m: Console(stderr=True).print(escape(m)))
+                            log=lambda m: console(stderr=True).print(escape(m)))
     except ProvisionError as exc:
         raise fail(EXIT_RUN_ERROR, str(exc)) from None
     typer.echo(env.path)
@@ -114,7 +109,7 @@ def runner_setup(
 
 @runner_app.command("lock")
 def runner_lock(
-    kind: Annotated[str, typer.Argument(help="Runner kind: cpu.")],
+    kind: Annotated[str, typer.Argument(metavar="KIND", help="Runner kind: cpu.")],
     version: VersionOpt,
     torch_override: Annotated[str | None, typer.Option(
         "--torch", help="Replace the release's torch pin, e.g. torch==2.10.0 where its "

@@ -4,21 +4,30 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from triagebot.cli.base import (
     EXIT_REFUSED,
+    EngineOpt,
+    OverridesArg,
     PlanInputs,
+    RepoOpt,
+    ReportArg,
+    RunnerOpt,
+    RunsOpt,
+    TitleOpt,
+    TrustOpt,
     app,
+    console,
+    escape,
     fail,
     read_report,
-    takes_plan_inputs,
 )
-from triagebot.model import Plan, ReproRequest
+
+if TYPE_CHECKING:
+    from triagebot.model import Plan, ReproRequest
 
 # One string per paragraph: the help renderer wraps paragraphs itself.
 PARSE_HELP = "\n\n".join((
@@ -44,8 +53,9 @@ PARSE_HELP = "\n\n".join((
 
 @app.command(help=PARSE_HELP)
 def parse(
-    path: Annotated[str, typer.Argument(help="Report file (markdown or a saved page), - "
-                                             "for stdin, or an issue/PR URL.")],
+    path: Annotated[str, typer.Argument(
+        metavar="REPORT",
+        help="Report file (markdown or a saved page), - for stdin, or an issue/PR URL.")],
     title: Annotated[str | None, typer.Option("--title", help="The issue or PR title.")] = None,
     repo: Annotated[str | None, typer.Option(
         "--repo", help="OWNER/NAME the thread lives in: a weak hint for the engine.")] = None,
@@ -60,13 +70,20 @@ def parse(
 
 
 @app.command()
-@takes_plan_inputs
 def plan(
-    inputs: PlanInputs,
+    path: ReportArg,
+    overrides: OverridesArg = None,
+    title: TitleOpt = None,
+    repo: RepoOpt = None,
+    engine: EngineOpt = None,
+    runs: RunsOpt = None,
+    trust: TrustOpt = None,
+    runner: RunnerOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the Plan as JSON.")] = False,
 ) -> None:
     """Turn a report into a Plan: the cells to run and the comparisons that answer it."""
-    _show(inputs.load(), json_out)
+    inputs = PlanInputs(path, overrides, title, repo, engine, runs, trust, runner)
+    _show(inputs.load()[1], json_out)
 
 
 def _show(result: ReproRequest | Plan, json_out: bool) -> None:
@@ -75,17 +92,24 @@ def _show(result: ReproRequest | Plan, json_out: bool) -> None:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
     from triagebot.cli import views
+    from triagebot.model import Plan
 
     if isinstance(result, Plan):
-        views.render_plan(Console(), result)
+        views.render_plan(console(), result)
     else:
-        views.render_request(Console(), result)
+        views.render_request(console(), result)
 
 
 @app.command()
-@takes_plan_inputs
 def render(
-    inputs: PlanInputs,
+    path: ReportArg,
+    overrides: OverridesArg = None,
+    title: TitleOpt = None,
+    repo: RepoOpt = None,
+    engine: EngineOpt = None,
+    runs: RunsOpt = None,
+    trust: TrustOpt = None,
+    runner: RunnerOpt = None,
     cell: Annotated[list[str] | None, typer.Option(
         "--cell", help="Only this cell id (repeatable).")] = None,
     out: Annotated[Path | None, typer.Option(
@@ -95,7 +119,8 @@ def render(
     """Render each cell of the plan into a self-contained script that writes a RunResult."""
     from triagebot.render import RenderError, render_plan
 
-    result = inputs.load()
+    inputs = PlanInputs(path, overrides, title, repo, engine, runs, trust, runner)
+    _, result = inputs.load()
     try:
         scripts = render_plan(result, cell)
     except RenderError as exc:
@@ -110,6 +135,6 @@ def render(
         target = out / script.filename
         target.write_text(script.text)
         target.chmod(0o755)
-    console = Console()
-    console.print(f"wrote {len(scripts)} files and plan.json to {escape(str(out))}; run them "
+    out_console = console()
+    out_console.print(f"wrote {len(scripts)} files and plan.json to {escape(str(out))}; run them "
                   f"with: bash {escape(str(out / 'run_all.sh'))}")

@@ -7,25 +7,37 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from triagebot.cli.base import (
     EXIT_REFUSED,
     EXIT_USAGE,
     OUTCOME_EXIT,
+    EngineOpt,
+    OverridesArg,
     PlanInputs,
+    RepoOpt,
+    ReportArg,
+    RunnerOpt,
+    RunsOpt,
+    TitleOpt,
+    TrustOpt,
     app,
+    console,
+    escape,
     fail,
-    takes_plan_inputs,
 )
-from triagebot.model import Plan
 
 
 @app.command()
-@takes_plan_inputs
 def repro(
-    inputs: PlanInputs,
+    path: ReportArg,
+    overrides: OverridesArg = None,
+    title: TitleOpt = None,
+    repo: RepoOpt = None,
+    engine: EngineOpt = None,
+    runs: RunsOpt = None,
+    trust: TrustOpt = None,
+    runner: RunnerOpt = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="Where plan.json, scripts, results, logs and report.md go "
                       "(default: ./triagebot-out/<plan hash>).")] = None,
@@ -42,13 +54,12 @@ def repro(
     Exit code: 0 reproduced, 1 not reproduced, 4 inconclusive, 5 the runs failed,
     2 bad input, 3 the plan was refused.
     """
-    from triagebot.parse import parse_report
     from triagebot.render import RenderError, render_plan
     from triagebot.report import render_report
     from triagebot.run.orchestrate import DEFAULT_CACHE, RunSettings, execute
 
-    data, title, repo = inputs.read()
-    plan_ = inputs.plan(data, title, repo, max_runs)
+    inputs = PlanInputs(path, overrides, title, repo, engine, runs, trust, runner)
+    request, plan_ = inputs.load(max_runs)
     try:
         scripts = render_plan(plan_)
     except RenderError as exc:
@@ -56,29 +67,29 @@ def repro(
     folder = out or Path("triagebot-out") / plan_.plan_hash
     settings = RunSettings(out_dir=folder, cache_dir=cache or DEFAULT_CACHE,
                            local=not provision_envs)
-    request = parse_report(data, title=title, repo=repo)
     from triagebot.cli.views import ProgressView
 
-    with ProgressView(Console(stderr=True), plan_) as view:
+    with ProgressView(console(stderr=True), plan_) as view:
         execution = execute(plan_, scripts, request, settings, view.update)
     command = " ".join(["triagebot repro", *map(_shell_word, _command_words(inputs))])
     report = render_report(plan_, execution.findings, scripts=scripts, command=command)
     (folder / "report.md").write_text(report)
     sys.stdout.write(report + ("" if report.endswith("\n") else "\n"))
-    Console(stderr=True).print(f"wrote {escape(str(folder))}/report.md")
+    console(stderr=True).print(f"wrote {escape(str(folder))}/report.md")
     raise typer.Exit(OUTCOME_EXIT[execution.findings.outcome])
 
 
 @app.command()
 def report(
-    folder: Annotated[Path, typer.Argument(help="A `triagebot repro` output directory.")],
+    folder: Annotated[Path, typer.Argument(
+        metavar="FOLDER", help="A `triagebot repro` output directory.")],
 ) -> None:
     """Re-render report.md (and findings.json) from the plan, results and logs a repro
     left in FOLDER."""
     from pydantic import ValidationError
 
     from triagebot.analyze.findings import analyze
-    from triagebot.model import ReproRequest
+    from triagebot.model import Plan, ReproRequest
     from triagebot.render import RenderedScript
     from triagebot.report import render_report
     from triagebot.run.orchestrate import load_results
