@@ -26,6 +26,8 @@ OUT=${OUT:-$PWD/gpu-check-out}
 VENV=${GPU_CHECK_VENV:-/tmp/triagebot-gpu-venv}
 CARRY=${GPU_CHECK_CARRY:-.gpu}
 mkdir -p "$OUT"
+# Nothing is fetched: the stand-ins are local folders, and a hub lookup would only hang.
+export HF_HUB_OFFLINE=1
 # Everything below is also in $OUT/check.log, which comes back with the report.
 exec > >(tee "$OUT/check.log") 2>&1
 
