@@ -217,9 +217,7 @@ def run(args: argparse.Namespace) -> int:
     code, stopped = repro_until(command, args.deadline_s, repro_dir)
     timings["repro_s"] = round(time.monotonic() - tick, 1)
     timings["run_s"] = round(time.monotonic() - started, 1)
-    summary = collect(repro_dir, out, facts, timings, command, code, args)
-    summary["stopped_at_deadline"] = stopped
-    (out / "check.json").write_text(json.dumps(summary, indent=2) + "\n")
+    summary = collect(repro_dir, out, facts, timings, command, (code, stopped), args)
     say(f"repro exited {code}; {summary.get('verdict', 'no report')}")
     for line in summary.get("graphs", []):
         say(f"graphs: {line}")
@@ -252,13 +250,14 @@ def repro_until(command: list[str], deadline_s: float | None,
 
 
 def collect(repro_dir: Path, out: Path, facts: dict[str, object],
-            timings: dict[str, float], command: list[str], code: int,
+            timings: dict[str, float], command: list[str], ended: tuple[int, bool],
             args: argparse.Namespace) -> dict[str, object]:
-    """report.md, findings.json, repro.tar.gz and check.json into OUT."""
+    """report.md, findings.json, repro.tar.gz and check.json into OUT; `ended` is the
+    repro's exit code and whether the deadline stopped it."""
     summary: dict[str, object] = {
         "size": args.size, "device": args.device, "machine": facts, "timings": timings,
-        "command": ["triagebot", *command[1:]], "exit_code": code,
-        "deadline_s": args.deadline_s}
+        "command": ["triagebot", *command[1:]], "exit_code": ended[0],
+        "deadline_s": args.deadline_s, "stopped_at_deadline": ended[1]}
     for name in ("report.md", "findings.json"):
         if (repro_dir / name).exists():
             shutil.copyfile(repro_dir / name, out / name)
