@@ -39,9 +39,11 @@ def test_repro_runs_every_cell_and_report_rereads_the_folder(tmp_path: Path) -> 
     assert "### Cells" in report and "ngram k=2" in report
     assert "triagebot repro" in report and "tiny-random-llama" in report
 
+    (out / "findings.json").unlink()  # as a repro stopped before its end leaves it
     again = runner.invoke(app, ["report", str(out)])
     assert again.exit_code == result.exit_code
     assert (out / "report.md").read_text().splitlines()[0] == report.splitlines()[0]
+    assert json.loads((out / "findings.json").read_text())["outcome"] == findings["outcome"]
 
 
 def test_a_relative_output_folder_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

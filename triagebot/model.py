@@ -192,7 +192,9 @@ class RunEnv(_Model):
     gpu: str | None = None
     gpu_count: int | None = None
     driver: str | None = None
-    cuda: str | None = Field(default=None, description="torch.version.cuda: the CUDA of the build")
+    cuda: str | None = Field(
+        default=None, description="the CUDA the run used (torch.version.cuda where a GPU was "
+                                  "usable), 'none' where it ran without one")
     torch: str | None = None
     engine_version: str | None = None
     engine_commit: str | None = None
@@ -222,6 +224,23 @@ class SpecCounters(_Model):
     )
 
 
+class CudaGraphEvidence(_Model):
+    """How a script's cell used CUDA graphs, read from torch itself during one profiled
+    generate after the measured runs (the transformers engine on CUDA)."""
+
+    source: str = Field(description="what the figures were read from, e.g. torch.profiler")
+    graph_launches: int | None = Field(default=None, description="cudaGraphLaunch calls")
+    kernel_launches: int | None = Field(default=None,
+                                        description="kernels launched one by one, not in a graph")
+    target_forwards: int | None = Field(default=None,
+                                        description="the target's forward passes in that generate")
+    prefills: int = Field(default=1, description="of those, prefills (eager in every cell)")
+    cudagraph_skips: int | None = Field(
+        default=None, description="times inductor skipped CUDA graphs for a compiled function "
+                                  "(dynamo's counters, over the whole process)")
+    error: str | None = Field(default=None, description="why the figures could not be read")
+
+
 class RunResult(_Model):
     """What every rendered script writes to `$TRIAGEBOT_RESULT`."""
 
@@ -241,6 +260,8 @@ class RunResult(_Model):
     # What the script could not measure on this engine release, in words for the report.
     notes: list[str] = Field(default_factory=list)
     log_tail: str = ""
+    # Where the script reads it (transformers on CUDA); None elsewhere.
+    cuda_graphs: CudaGraphEvidence | None = None
 
 
 # --- Plans -----------------------------------------------------------------------------

@@ -104,3 +104,19 @@ def test_env_diff_compares_gpu_model_and_public_versions() -> None:
 def test_env_diff_without_a_runner_env_knows_nothing() -> None:
     diff = env_diff(ReproRequest(gpu="H100"), None)
     assert all(f.differs is None for f in diff.fields)
+
+
+def test_env_diff_says_a_cpu_runner_ran_no_cuda() -> None:
+    """A CPU run reports cuda 'none' (not its torch wheel's CUDA build), which differs
+    from any reported CUDA and says why it matters."""
+    req = ReproRequest(environment=Environment(gpus=["NVIDIA A100-SXM4-40GB"],
+                                               cuda_runtime="12.8.61"))
+    diff = env_diff(req, RunEnv(gpu="cpu: x86_64", gpu_count=0, cuda="none",
+                                torch="2.13.0+cpu"))
+    cuda = next(f for f in diff.fields if f.field == "cuda")
+    assert (cuda.reported, cuda.ours, cuda.differs) == ("12.8.61", "none", True)
+    assert "no CUDA kernel or CUDA graph ran" in cuda.note
+    assert "cuda (12.8.61 vs none)" in diff.sentence
+    count = next(f for f in diff.fields if f.field == "gpu_count")
+    assert (count.ours, count.differs) == ("0", True)
+    assert "gpu_count (1 vs 0)" in diff.sentence  # no GPU is not "enough GPUs"

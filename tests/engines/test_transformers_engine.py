@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from triagebot.engines import adapter
+from triagebot.engines import adapter, standins
 from triagebot.engines import transformers as tx
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell, CellWorkload, Plan, RunResult, Sampling, SpecParams
@@ -131,6 +131,9 @@ def assert_ran(res: RunResult) -> None:
         assert run.seconds > 0 and run.tok_s > 0
     extra = res.model_extra or {}
     assert extra["runs_agree"] is True
+    # A CPU run used no CUDA, whatever its torch build; and took no CUDA graph reading.
+    assert res.env.cuda == "none" and res.env.gpu_count == 0
+    assert res.cuda_graphs is None
 
 
 # --- scripts, run ---------------------------------------------------------------------
@@ -236,7 +239,8 @@ def test_no_spec_args() -> None:
     args = tx.engine_args(make_cell())
     assert args["assistant"] is None and args["compile"] is False
     assert args["max_new_tokens"] == MAX_TOKENS and args["do_sample"] is False
-    assert args["cache_implementation"] == "dynamic" and args["tiny"] is True
+    assert args["cache_implementation"] == {"cuda": "static", "cpu": "dynamic"}
+    assert args["tiny"] is True
 
 
 def test_draft_and_lookup_mapping() -> None:
@@ -270,11 +274,30 @@ def test_compile_and_sampling_args() -> None:
     args = tx.engine_args(make_cell(draft(), enforce_eager=False))
     assert args["compile"] is True and args["compile_draft"] is False
     assert args["compile_mode"] == {"cuda": "reduce-overhead", "cpu": "default"}
+    # CUDA graphs need static shapes; a CPU compiles with dynamic ones.
+    assert args["compile_dynamic"] == {"cuda": False, "cpu": True}
+    assert args["static_assisted_since"] == [5, 24]
     args = tx.engine_args(make_cell(draft(draft_enforce_eager=False), enforce_eager=False))
     assert args["compile_draft"] is True
     sampled = Sampling(temperature=0.7, top_p=0.9, max_tokens=8, seed=3)
     args = tx.engine_args(make_cell(sampling=sampled))
     assert args["do_sample"] is True and args["temperature"] == 0.7 and args["seed"] == 3
+
+
+@pytest.mark.parametrize("size", standins.SIZES)
+@pytest.mark.parametrize("method", ["mtp", "eagle3", "draft_model"])
+def test_standin_target_brings_its_own_draft(size: standins.Size, method: str) -> None:
+    """A trained stand-in target (the GPU check's) is drafted for by the trained draft of
+    its size, which shares its tokenizer; MTP and EAGLE are stood in for by it."""
+    target = standins.target("llama", size).model_id
+    spec = SpecParams(method=method, num_speculative_tokens=2)
+    args = tx.engine_args(make_cell(spec, model=target))
+    assert args["assistant"] == "draft" and args["tiny"] is False
+    assert args["assistant_model"] == standins.draft("llama", size).model_id
+    assert args["stands_in_for"] == (None if method == "draft_model" else method)
+    with pytest.raises(PlanRejected) as err:
+        tx.engine_args(make_cell(draft(draft_model="org/small-lm"), model=target))
+    assert "shares its vocabulary only with" in str(err.value)
 
 
 def test_real_model_with_own_draft() -> None:
@@ -367,6 +390,37 @@ def test_rendered_script_prints_settings_as_literals() -> None:
     assert text.index("os.environ.update(CELL_ENV)") < text.index("import torch")
     assert "TRUST_REMOTE_CODE = False" in text and "trust_remote_code=True" not in text
     assert 'if __name__ == "__main__":\n    main(measure)' in text
+
+
+def test_rendered_script_carries_the_cuda_choices() -> None:
+    """The device is found at run time, so the script holds both devices' settings, and
+    its helpers pick the CUDA ones there (exercised for real only on a GPU: bench/)."""
+    text = render(planned(make_cell(draft(), enforce_eager=False)))
+    assert "CACHE_IMPLEMENTATION = {'cuda': 'static', 'cpu': 'dynamic'}" in text
+    assert "COMPILE_DYNAMIC = {'cuda': False, 'cpu': True}" in text
+    assert "COMPILE_MODE = {'cuda': 'reduce-overhead', 'cpu': 'default'}" in text
+    assert "STATIC_ASSISTED_SINCE = tuple([5, 24])" in text
+
+
+def test_script_helpers_pick_per_device_and_gate_prefills(tmp_path: Path) -> None:
+    helpers = runpy.run_path(str(_script(tmp_path, make_cell(draft()))),
+                             run_name="triagebot_test")
+    on_device = helpers["on_device"]
+    assert on_device({"cuda": "static", "cpu": "dynamic"}, "cuda") == "static"
+    assert on_device({"cuda": "static", "cpu": "dynamic"}, "cpu") == "dynamic"
+    assert on_device("dynamic", "cuda") == "dynamic"  # a plan from before the split
+    gate = helpers["FirstForward"]()
+    assert gate({}) is False
+    gate.arm()
+    assert [gate({}), gate({}), gate({})] == [True, False, False]
+    assert helpers["empty_cache"]({}) is True
+    # Assisted generation over a static cache: refused before 5.24, in words.
+    check = helpers["check_static_assisted"]
+    check("5.24.0")
+    check("6.1.0.dev0")
+    with pytest.raises(Exception, match="refuses assisted generation over a static") as err:
+        check("5.17.0")
+    assert type(err.value).__name__ == "ConfigRejected"
 
 
 def test_trust_remote_code_only_when_the_cell_says_so() -> None:

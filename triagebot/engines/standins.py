@@ -95,20 +95,41 @@ class Recipe(Frozen):
         return self.model_id.split("/", 1)[1]
 
 
+# "cpu" fits vLLM's CPU build on two cores. "gpu" is sized so that a GPU's decode step is
+# not pure launch overhead: a ~270M-parameter target (few, wide layers keep
+# torch.compile's first compile short) and a ~10M draft, trained on the GPU in seconds,
+# at a lower learning rate that a model this wide needs to stay stable.
+Size = Literal["cpu", "gpu"]
+SIZES: tuple[Size, ...] = ("cpu", "gpu")
 _TARGET_SHAPE = {"hidden": 256, "layers": 4, "heads": 4, "kv_heads": 2, "ffn": 512}
 _TARGET_TRAINING = Training(steps=120)
+_SHAPES: dict[Size, dict[str, int]] = {
+    "cpu": _TARGET_SHAPE,
+    "gpu": {"hidden": 2048, "layers": 6, "heads": 16, "kv_heads": 4, "ffn": 5632},
+}
+_DRAFT_SHAPES: dict[Size, dict[str, int]] = {
+    "cpu": {"hidden": 128, "layers": 2, "heads": 4, "kv_heads": 2, "ffn": 256},
+    "gpu": {"hidden": 512, "layers": 2, "heads": 8, "kv_heads": 2, "ffn": 1408},
+}
+_TRAINING: dict[Size, Training] = {
+    "cpu": _TARGET_TRAINING,
+    "gpu": Training(steps=150, batch=16, lr=1e-3),
+}
 
 
-def target(family: Family) -> Recipe:
-    return Recipe(family=family, role="target", **_TARGET_SHAPE, training=_TARGET_TRAINING,
-                  mtp_training=Training(steps=100, seed=1) if family == "mimo" else None)
+def target(family: Family, size: Size = "cpu") -> Recipe:
+    mtp = (Training(steps=100, seed=1, lr=_TRAINING[size].lr, batch=_TRAINING[size].batch)
+           if family == "mimo" else None)
+    return Recipe(family=family, role="target", **_SHAPES[size], training=_TRAINING[size],
+                  mtp_training=mtp)
 
 
-def draft(family: Family) -> Recipe:
+def draft(family: Family, size: Size = "cpu") -> Recipe:
     """A smaller model of the target's family (a MiMo target gets a Qwen2 draft)."""
     body: Family = "qwen2" if family == "mimo" else family
-    return Recipe(family=body, role="draft", hidden=128, layers=2, heads=4, kv_heads=2,
-                  ffn=256, training=Training(steps=120, seed=2), target=target(family))
+    training = _TRAINING[size].model_copy(update={"seed": 2})
+    return Recipe(family=body, role="draft", **_DRAFT_SHAPES[size], training=training,
+                  target=target(family, size))
 
 
 def head(family: Family, role: Literal["eagle", "eagle3"]) -> Recipe:
@@ -145,13 +166,29 @@ def family_words(family: Family) -> str:
 def recipes_for(model_ids: set[str]) -> list[Recipe]:
     """The recipes behind stand-in ids a plan names (targets first, so drafts can share
     their tokenizer)."""
-    known = {}
-    for family in ("llama", "qwen2", "mimo"):
-        for recipe in (target(family), draft(family), head(family, "eagle"),
-                       head(family, "eagle3")):
-            known[recipe.model_id] = recipe
+    known = _known()
     found = [known[m] for m in model_ids if m in known]
     return sorted(found, key=lambda r: r.role != "target")
+
+
+def _known() -> dict[str, Recipe]:
+    known = {}
+    for family in ("llama", "qwen2", "mimo"):
+        for recipe in (head(family, "eagle"), head(family, "eagle3"),
+                       *(r for size in SIZES for r in (target(family, size),
+                                                       draft(family, size)))):
+            known[recipe.model_id] = recipe
+    return known
+
+
+def draft_for(target_id: str) -> str | None:
+    """The trained draft stand-in that shares `target_id`'s tokenizer (and its size), for
+    an engine that stands in for MTP, EAGLE and the like with a small draft model."""
+    recipe = _known().get(target_id)
+    if recipe is None or recipe.role != "target":
+        return None
+    size = next(s for s in SIZES if target(recipe.family, s) == recipe)
+    return draft(recipe.family, size).model_id
 
 
 def is_standin(model_id: str) -> bool:

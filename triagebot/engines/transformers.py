@@ -17,6 +17,14 @@ Facts measured with transformers 5.23 / torch 2.13 (CPU) that shaped the choices
   script sets k, threshold 0 and "constant" on the draft so k drafted tokens means k.
 - compiling the draft as well roughly doubles compile time on a CPU, so the draft is
   compiled only when the cell says `spec.draft_enforce_eager=false` outright.
+
+On CUDA the graph axis is CUDA graphs for real: every cell (eager too, so that graphs are
+the one difference) decodes over one static KV cache reused across prompts, and a graph
+cell compiles the target's forward with `mode="reduce-overhead"` and static shapes, so
+inductor captures each decode and verify width once and replays it. Assisted generation
+takes a static cache from transformers 5.24 on. The script reads how many CUDA graphs a
+profiled generate launched (torch.profiler) and dynamo's cudagraph-skip counter, and
+reports them; the analysis holds a graph cell that launched none as not having run graphs.
 """
 
 from __future__ import annotations
@@ -24,7 +32,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from triagebot.engines import VLLM_ONLY, require_one_device, require_template, require_unset
+from triagebot.engines import (
+    VLLM_ONLY,
+    require_one_device,
+    require_template,
+    require_unset,
+    standins,
+)
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell
 
@@ -52,7 +66,14 @@ _DRAFT_METHODS = ("draft_model", "eagle", "eagle3", "mtp", "medusa", "dflash")
 # Transformers' own prompt lookup window when the cell does not give one.
 _DEFAULT_NGRAM_MAX = 2
 
+# Per device the script finds at run time. A CPU has no CUDA graphs: there `graph` is
+# torch.compile with dynamic shapes over the dynamic cache. On CUDA static shapes over a
+# static cache let inductor capture and replay CUDA graphs ("reduce-overhead").
 _COMPILE_MODES = {"cuda": "reduce-overhead", "cpu": "default"}
+_COMPILE_DYNAMIC = {"cuda": False, "cpu": True}
+_CACHES = {"cuda": "static", "cpu": "dynamic"}
+# The first release whose assisted generation verifies over a static cache.
+STATIC_ASSISTED_SINCE = (5, 24)
 
 _ENV_NAMES = (
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TOKENIZERS_PARALLELISM", "CUDA_VISIBLE_DEVICES",
@@ -102,11 +123,12 @@ def engine_args(cell: Cell) -> dict[str, Any]:
         "ignore_eos": sampling.ignore_eos,
         # Assisted generation verifies one sequence at a time.
         "batch_size": 1,
-        "cache_implementation": "dynamic",
+        "cache_implementation": dict(_CACHES),
+        "static_assisted_since": list(STATIC_ASSISTED_SINCE),
         "cpu_threads": _CPU_THREADS,
         "compile": not cell.enforce_eager,
         "compile_draft": False,
-        "compile_dynamic": True,
+        "compile_dynamic": dict(_COMPILE_DYNAMIC),
         "compile_mode": dict(_COMPILE_MODES),
         **_assistant_args(cell),
     }
@@ -141,15 +163,18 @@ def _assistant_args(cell: Cell) -> dict[str, Any]:
 def _draft_model(cell: Cell) -> str:
     spec = cell.spec
     assert spec is not None
-    if cell.model == TINY_TARGET:
-        if spec.draft_model not in (None, TINY_DRAFT) and spec.method == "draft_model":
+    # The tiny target, and a trained stand-in target, each come with the one draft that
+    # shares their vocabulary.
+    paired = TINY_DRAFT if cell.model == TINY_TARGET else standins.draft_for(cell.model)
+    if paired is not None:
+        if spec.draft_model not in (None, paired) and spec.method == "draft_model":
             raise PlanRejected(
-                f"spec.draft_model={spec.draft_model}: the tiny target shares its vocabulary "
-                f"only with {TINY_DRAFT}", field="spec.draft_model", accepted=[TINY_DRAFT],
+                f"spec.draft_model={spec.draft_model}: {cell.model} shares its vocabulary "
+                f"only with {paired}", field="spec.draft_model", accepted=[paired],
             )
-        # An EAGLE/MTP/... head of a real model cannot pair with the tiny target; the tiny
-        # draft stands in for it (recorded in `stands_in_for`).
-        return TINY_DRAFT
+        # An EAGLE/MTP/... head of a real model cannot pair with it; its draft stands in
+        # for the head (recorded in `stands_in_for`).
+        return paired
     if spec.method == "draft_model" and spec.draft_model not in (None, TINY_DRAFT):
         return spec.draft_model
     raise PlanRejected(
@@ -157,7 +182,8 @@ def _draft_model(cell: Cell) -> str:
         "assisted generation, which needs a standalone small causal LM sharing the "
         "target's tokenizer",
         field="spec.method",
-        accepted=["draft_model with spec.draft_model set", "ngram", f"model {TINY_TARGET}"],
+        accepted=["draft_model with spec.draft_model set", "ngram", f"model {TINY_TARGET}",
+                  "a triagebot stand-in target"],
     )
 
 

@@ -223,6 +223,12 @@ def _spec_lines(findings: Findings) -> list[Md]:
     return out
 
 
+def _graph_lines(findings: Findings) -> list[Md]:
+    """Whether each cell of the graph axis ran CUDA graphs as labelled (GPU runners)."""
+    return [Md(("**not as labelled** · " if g.flagged else "") + _t(g.sentence, 800))
+            for g in findings.graphs]
+
+
 @dataclass
 class HintView:
     head: Md
@@ -308,6 +314,7 @@ def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], com
         "method": _method_lines(findings),
         "needs_more": more,
         "chart": _chart(findings),
+        "graphs": _graph_lines(findings),
         "spec": _spec_lines(findings),
         "hints": _hint_views(findings, limits),
         "against": _against(findings),

@@ -140,6 +140,11 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
         else:
             env = provision(plan.engine, plan.engine_version, cache_dir=settings.cache_dir,
                             local=settings.local)
+            # Stand-in ids (e.g. the GPU check's transformers plan) open as local folders.
+            if wanted := standins.loaded_by(plan):
+                standins.ensure(wanted, settings.standins_dir,
+                                log=lambda m: emit(Event(kind="provision", message=m)))
+                standins.link_into(out, settings.standins_dir)
     except ProvisionError as exc:
         for cell in plan.cells:
             results[cell.cell_id].append(_failed(plan, cell.cell_id,

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from triagebot.engines.standins import Corpus, Recipe, Training, recipes_for
+from triagebot.engines.standins import Corpus, Recipe, Training, is_standin, recipes_for
+from triagebot.model import Plan
 from triagebot.run.provision import lock_file
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "standins"
@@ -31,17 +32,29 @@ Log = Callable[[str], None]
 
 
 def ensure(model_ids: set[str], cache_dir: Path = DEFAULT_CACHE,
-           log: Log | None = None) -> dict[str, Path]:
+           log: Log | None = None, device: str = "cpu") -> dict[str, Path]:
     """Folders for every stand-in id in `model_ids` (other ids are ignored), built where
-    missing."""
+    missing; `device` is where the missing ones are trained (a GPU runner passes "cuda")."""
     say = log or (lambda _m: None)
     out = {}
     for recipe in recipes_for(model_ids):
-        out[recipe.model_id] = build(recipe, cache_dir, say)
+        out[recipe.model_id] = build(recipe, cache_dir, say, device)
     return out
 
 
-def build(recipe: Recipe, cache_dir: Path, log: Log) -> Path:
+def loaded_by(plan: Plan) -> set[str]:
+    """The stand-in ids a plan's scripts load: targets, drafts, and the draft an engine
+    picks itself (the transformers engine's `assistant_model`)."""
+    ids: set[str] = set()
+    for cell in plan.cells:
+        assistant = cell.engine_args.get("assistant_model")
+        draft = cell.spec.draft_model if cell.spec is not None else None
+        ids.update(m for m in (cell.model, draft, assistant)
+                   if isinstance(m, str) and is_standin(m))
+    return ids
+
+
+def build(recipe: Recipe, cache_dir: Path, log: Log, device: str = "cpu") -> Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     final = cache_dir / recipe.folder
     if (final / DONE).exists():
@@ -50,23 +63,24 @@ def build(recipe: Recipe, cache_dir: Path, log: Log) -> Path:
         if (final / DONE).exists():
             return final
         if recipe.target is not None:
-            build(recipe.target, cache_dir, log)
+            build(recipe.target, cache_dir, log, device)
         started = time.monotonic()
-        log(f"building stand-in {recipe.model_id}")
+        log(f"building stand-in {recipe.model_id} on {device}")
         tmp = cache_dir / f".{recipe.folder}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        _write(recipe, tmp, cache_dir)
+        _write(recipe, tmp, cache_dir, device)
+        # The device is recorded: trained elsewhere, the same recipe rounds differently.
         (tmp / DONE).write_text(json.dumps(
             {"recipe": recipe.model_dump(mode="json"), "model_id": recipe.model_id,
-             "built_s": round(time.monotonic() - started, 1)}, indent=2))
+             "built_s": round(time.monotonic() - started, 1), "device": device}, indent=2))
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
         log(f"built {recipe.model_id} in {time.monotonic() - started:.0f} s")
         return final
 
 
-def _write(recipe: Recipe, folder: Path, cache_dir: Path) -> None:
+def _write(recipe: Recipe, folder: Path, cache_dir: Path, device: str = "cpu") -> None:
     import torch
 
     torch.manual_seed(recipe.training.seed if recipe.training else 0)
@@ -82,13 +96,13 @@ def _write(recipe: Recipe, folder: Path, cache_dir: Path) -> None:
         model = _causal_lm(recipe, tokenizer.vocab_size)
         if recipe.training is not None:
             ids = corpus_ids(recipe.corpus, tokenizer)
-            train(model, ids, recipe.training)
+            train(model.to(device), ids, recipe.training)
             if recipe.mtp_training is not None:
-                mtp = MtpLayer(model.config)
+                mtp = MtpLayer(model.config).to(device)
                 train_mtp(model, mtp, ids, recipe.mtp_training)
-                _save_mimo(model, mtp, folder)
+                _save_mimo(model.cpu(), mtp.cpu(), folder)
             else:
-                model.save_pretrained(folder, safe_serialization=True)
+                model.cpu().save_pretrained(folder, safe_serialization=True)
         else:
             model.save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
@@ -184,14 +198,15 @@ def _causal_lm(recipe: Recipe, vocab: int) -> Any:
     return Qwen2ForCausalLM(Qwen2Config(**_config_fields(recipe, vocab)))
 
 
-def _batches(ids: Any, training: Training) -> Iterator[Any]:
+def _batches(ids: Any, training: Training, device: Any) -> Iterator[Any]:
+    """Drawn on the CPU, so the batches are the same whichever device trains on them."""
     import torch
 
     gen = torch.Generator().manual_seed(training.seed)
     span = training.seq_len + 1
     for _ in range(training.steps):
         starts = torch.randint(0, len(ids) - span, (training.batch,), generator=gen)
-        yield torch.stack([ids[s:s + span] for s in starts.tolist()])
+        yield torch.stack([ids[s:s + span] for s in starts.tolist()]).to(device)
 
 
 def _optimizer(params: Any, training: Training) -> tuple[Any, Any]:
@@ -211,7 +226,7 @@ def train(model: Any, ids: Any, training: Training) -> float:
     model.train()
     opt, sched = _optimizer(model.parameters(), training)
     loss = torch.tensor(0.0)
-    for batch in _batches(ids, training):
+    for batch in _batches(ids, training, model.device):
         loss = model(input_ids=batch[:, :-1], labels=batch[:, :-1]).loss
         opt.zero_grad()
         loss.backward()
@@ -272,13 +287,13 @@ def train_mtp(model: Any, mtp: Any, ids: Any, training: Training) -> float:
     opt, sched = _optimizer(mtp.parameters(), training)
     loss = torch.tensor(0.0)
     mtp.train()
-    for batch in _batches(ids, training):
+    for batch in _batches(ids, training, model.device):
         x = batch[:, :-1]
         with torch.no_grad():
             hidden = _body_hidden(model, x)
             embeds = model.model.embed_tokens(x)
         seq = x.shape[1]
-        positions = torch.arange(seq - 1).unsqueeze(0).expand(x.shape[0], -1)
+        positions = torch.arange(seq - 1, device=x.device).unsqueeze(0).expand(x.shape[0], -1)
         # At position t: the body's state at t and the embedding of token t+1 predict t+2.
         out = mtp(embeds[:, 1:], hidden[:, :-1], positions, model.model.rotary_emb)
         logits = model.lm_head(out)

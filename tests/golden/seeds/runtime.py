@@ -34,8 +34,11 @@ def machine_env(engine_version=None, engine_commit=None):
     torch = sys.modules.get("torch")
     if torch is not None:
         env["torch"] = torch.__version__
-        env["cuda"] = torch.version.cuda
+        # The CUDA this run used: a CUDA build of torch on a machine without a usable GPU
+        # runs none, whatever CUDA its wheel was built with.
+        env["cuda"] = "none"
         if torch.cuda.is_available():
+            env["cuda"] = torch.version.cuda
             env["gpu_count"] = torch.cuda.device_count()
             env["gpu"] = torch.cuda.get_device_name(0)
     drivers = _nvidia_smi("driver_version")
