@@ -30,9 +30,12 @@ CAN = ("vllm-mlx's own MTP counters from /v1/status (requested and effective dra
 CANNOT = ("the reported model's acceptance and tok/s, and anything of Apple silicon's "
           "Metal backend: the stand-in is a tiny Qwen3-Next trained for a minute on a "
           "synthetic language, served by MLX's CPU backend")
-_MLLM = ("the report is about vllm-mlx's multimodal (MLLM) MTP path; the cpu runner runs "
-         "the text continuous-batching MTP path on a text stand-in instead (no "
-         "vision-language stand-in is built for vllm-mlx yet), which reports the same "
+_MLLM = ("the report is about vllm-mlx's multimodal (MLLM) MTP path, which vllm-mlx takes "
+         "for Qwen3.5 vision-language models only; their processor includes a video "
+         "processor that transformers builds only with torch and torchvision, which the "
+         "runner's PyPI-only environment leaves out (PyPI's Linux torch is the CUDA build), "
+         "and no vision-language stand-in is built, so the cpu runner runs the text "
+         "continuous-batching MTP path on a text stand-in instead; it reports the same "
          "requested and effective draft counters in /v1/status")
 
 
