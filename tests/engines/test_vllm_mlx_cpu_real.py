@@ -51,6 +51,13 @@ def test_seed_002_plans_the_stand_in_on_the_locked_release() -> None:
     assert any("multimodal (MLLM) MTP path" in n for n in plan.notes)
 
 
+def test_a_release_without_a_lock_runs_the_locked_one_and_says_so() -> None:
+    plan = _seed_plan("version=0.4.1", "model=Qwen/Qwen3.5-27B")
+    assert plan.engine_version == VERSION
+    assert any("0.4.1 has no lock on the cpu runner" in n for n in plan.notes)
+    assert any("in place of Qwen/Qwen3.5-27B" in n for n in plan.notes)
+
+
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, dict[str, RunResult]]:
     out = tmp_path_factory.mktemp("vllm-mlx")

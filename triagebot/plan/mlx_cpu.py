@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from triagebot.engines import mlx_standin
+from triagebot.engines.vllm_catalog import version_key
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell, ReproRequest
 from triagebot.overrides import ReproOptions
@@ -45,17 +46,14 @@ def choose_release(asked: str, locked: list[str], choices: D.Choices) -> str:
         raise PlanRejected("no vllm-mlx release is locked for the cpu runner", field="runner")
     if asked in locked:
         return asked
-    def key(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in v.split("."))
-
-    nearest = min(locked, key=lambda v: (abs(_ordinal(key(v)) - _ordinal(key(asked))), v))
+    nearest = min(locked, key=lambda v: (abs(_ordinal(v) - _ordinal(asked)), v))
     choices.note(f"vllm-mlx {asked} has no lock on the cpu runner (locked: "
                  f"{', '.join(locked)}); the plan runs {nearest}")
     return nearest
 
 
-def _ordinal(key: tuple[int, ...]) -> int:
-    major, minor, patch = (*key, 0, 0, 0)[:3]
+def _ordinal(version: str) -> int:
+    major, minor, patch = (*version_key(version), 0, 0, 0)[:3]
     return major * 10000 + minor * 100 + patch
 
 
@@ -69,7 +67,7 @@ def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any
     choices.note(f"vllm-mlx serves {mlx_standin.FAMILY_WORDS} "
                  f"({mlx_standin.STANDIN.model_id}) in place of "
                  f"{reported or 'the reported model'}: built locally from a config, trained "
-                 "for a minute on a synthetic language, never downloaded")
+                 "for a few minutes on a synthetic language, never downloaded")
     if _is_mllm(request):
         choices.note(_MLLM)
     base["workload"], base["sampling"] = C.scale(base["workload"], base["sampling"],
