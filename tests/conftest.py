@@ -16,6 +16,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "vllm_cpu: runs vLLM's CPU build for real (installs its locked "
                    "environment and starts engines; minutes)")
+    config.addinivalue_line(
+        "markers", "vllm_mlx_cpu: runs vllm-mlx on MLX's CPU build for real (installs its "
+                   "locked environment, builds the stand-in, starts servers)")
 SHARED = ROOT.parent / "shared"
 
 

@@ -65,14 +65,15 @@ def plan_for(cell: Cell) -> Plan:
 
 def test_versions() -> None:
     assert adapter("vllm-mlx") is vllm_mlx
-    assert vllm_mlx.resolve_version(None) == "0.4.1"
+    assert vllm_mlx.resolve_version(None) == "0.6.0"
     assert vllm_mlx.resolve_version("0.4.0") == "0.4.0"
+    assert vllm_mlx.resolve_version("0.5.2") == "0.5.0"
     with pytest.raises(PlanRejected) as err:
         vllm_mlx.resolve_version("0.3.0")
     assert err.value.field == "version" and "0.4.0" in str(err.value)
-    assert err.value.accepted == ["0.4.0", "0.4.1"]
+    assert err.value.accepted == ["0.4.0", "0.4.1", "0.5.0", "0.6.0"]
     with pytest.raises(PlanRejected):
-        vllm_mlx.resolve_version("0.5.0")
+        vllm_mlx.resolve_version("0.7.0")
 
 
 def test_batched_mtp_keeps_requested_and_expected_effective_draft_tokens() -> None:

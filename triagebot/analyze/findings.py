@@ -75,6 +75,7 @@ from triagebot.analyze.findings_outcome import (
     headline,
 )
 from triagebot.analyze.graphs import graph_checks, graph_hints
+from triagebot.analyze.mtp_status import mtp_notes
 from triagebot.analyze.signatures import Signature
 from triagebot.model import Plan, ReproRequest, RunEnv, RunResult
 
@@ -161,7 +162,7 @@ def analyze(
                               gpus_needed=gpus) if request is not None else None)
     outcome, reason = decide_outcome(request, comparisons, cells, collapse, against, plan)
     claims = _key_claims(request, comparisons, against)
-    notes = list(plan.notes) + _run_notes(plan, results)
+    notes = list(plan.notes) + _run_notes(plan, results) + mtp_notes(plan, results)
     if band.source == "default":
         notes.append(f"A/A pair: {band.note}")
     return Findings(

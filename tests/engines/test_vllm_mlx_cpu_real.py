@@ -1,0 +1,133 @@
+"""vllm-mlx for real, on MLX's Linux CPU build: seed 002's question on the stand-in.
+
+Nothing here is faked: the locked vllm-mlx environment is installed (or reused) from
+`triagebot/engines/locks`, the Qwen3-Next stand-in with its MTP layer is built locally
+(trained inside that environment), and the rendered scripts of seed 002's plan start
+`vllm-mlx serve` under the same supervisor the runner uses. Two servers start (MTP off,
+MTP on with 5 draft tokens requested), a few seconds each once the stand-in exists.
+
+Deselect with `-m "not vllm_mlx_cpu"` for a quick run; `./dev test` runs them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SHARED
+from triagebot.analyze.findings import analyze
+from triagebot.analyze.mtp_status import mtp_totals
+from triagebot.engines import mlx_standin
+from triagebot.model import Cell, Plan, RunResult
+from triagebot.overrides import parse_overrides
+from triagebot.parse import parse_report
+from triagebot.plan import build_plan
+from triagebot.render import render_plan
+from triagebot.run import standins, vllm_mlx
+from triagebot.run.orchestrate import DEFAULT_CACHE
+from triagebot.run.supervise import run_script
+
+pytestmark = pytest.mark.vllm_mlx_cpu
+
+VERSION = "0.6.0"
+REQUESTED = 5  # seed 002's --mtp-num-draft-tokens
+
+
+def _seed_plan(*overrides: str) -> Plan:
+    [seed] = sorted((SHARED / "seeds").glob("002_*.txt"))
+    words = ["engine=vllm-mlx", "gpu=cpu", *overrides]
+    return build_plan(parse_report(seed.read_bytes()), parse_overrides(words))
+
+
+def test_seed_002_plans_the_stand_in_on_the_locked_release() -> None:
+    plan = _seed_plan()
+    assert plan.engine_version == VERSION and plan.gpu_kind == "cpu"
+    assert {c.model for c in plan.cells} == {mlx_standin.STANDIN.model_id}
+    spec = next(c for c in plan.cells if c.spec is not None and not c.replica)
+    flags = spec.engine_args["flags"]
+    assert flags["enable_mtp"] and flags["mtp_num_draft_tokens"] == REQUESTED
+    assert flags["continuous_batching"]
+    assert any("multimodal (MLLM) MTP path" in n for n in plan.notes)
+
+
+def test_a_release_without_a_lock_runs_the_locked_one_and_says_so() -> None:
+    plan = _seed_plan("version=0.4.1", "model=Qwen/Qwen3.5-27B")
+    assert plan.engine_version == VERSION
+    assert any("0.4.1 has no lock on the cpu runner" in n for n in plan.notes)
+    assert any("in place of Qwen/Qwen3.5-27B" in n for n in plan.notes)
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Plan, dict[str, RunResult]]:
+    out = tmp_path_factory.mktemp("vllm-mlx")
+    plan = _seed_plan("runs=2", "warmups=1", "prompts=8")
+    env, runner_env = vllm_mlx.prepare(VERSION, out, cache_dir=DEFAULT_CACHE,
+                                       standins_dir=standins.DEFAULT_CACHE)
+    results = {}
+    for cell in plan.cells:
+        if not cell.replica:
+            results["spec" if cell.spec else "none"] = _run(plan, cell, env.python,
+                                                            runner_env, out)
+    return plan, results
+
+
+def _run(plan: Plan, cell: Cell, python: str, runner_env: dict[str, str],
+         out: Path) -> RunResult:
+    script = next(s for s in render_plan(plan, [cell.cell_id]) if s.cell_id)
+    path = out / "scripts" / script.filename
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(script.text)
+    with vllm_mlx.per_run_dirs() as dirs:
+        outcome = run_script(
+            path, python=python, env={**cell.env, **runner_env, **dirs,
+                                      "TRIAGEBOT_RUNS": "2"},
+            result_path=out / "results" / f"{cell.cell_id}.json",
+            log_path=out / "logs" / f"{cell.cell_id}.log",
+            wall_limit_s=900, silence_limit_s=600, cwd=out, gpu_settle_s=0)
+    assert outcome.result is not None, outcome.log_tail[-3000:]
+    assert outcome.result.status == "ok", (outcome.result.error, outcome.log_tail[-3000:])
+    return outcome.result
+
+
+def test_the_server_reports_requested_against_effective_draft_tokens(ran) -> None:
+    _, results = ran
+    spec = results["spec"]
+    assert spec.engine_version == VERSION
+    assert len(spec.runs) == 2 and all(r.tok_s > 0 for r in spec.runs)
+    totals = mtp_totals([spec])
+    assert totals is not None
+    # vllm-mlx 0.6.0's batched MTP drafts one token per verify step whatever is asked.
+    assert totals["requested_draft_tokens"] == REQUESTED
+    assert totals["effective_draft_tokens"] == 1
+    assert totals["errors"] == 0
+    assert totals["attempted"] == totals["accepted"] + totals["rejected"] > 0
+    assert set(totals["bypass_counts"]) >= {"prefill", "no_active_batch"}
+    counters = spec.spec
+    assert counters is not None and counters.num_drafts == totals["attempted"]
+
+
+def test_the_trained_mtp_layer_is_accepted_between_the_extremes(ran) -> None:
+    # A random MTP layer is accepted ~0 %, one that copied the body ~100 %: either would
+    # hide what the counters say. The stand-in's layer lands between.
+    totals = mtp_totals([ran[1]["spec"]])
+    assert totals is not None
+    rate = totals["accepted"] / totals["attempted"]
+    assert 0.02 < rate < 0.9, totals
+
+
+def test_mtp_off_reports_no_counters(ran) -> None:
+    none = ran[1]["none"]
+    assert none.spec is None and all(r.tok_s > 0 for r in none.runs)
+    assert (none.model_extra or {}).get("mtp_enabled") is False
+
+
+def test_the_findings_say_the_engines_own_figures(ran) -> None:
+    plan, results = ran
+    by_cell = {c.cell_id: [results["spec" if c.spec else "none"]] for c in plan.cells
+               if not c.replica}
+    findings = analyze(plan, by_cell)
+    [said] = [n for n in findings.notes if "vllm-mlx /v1/status" in n]
+    assert f"requested {REQUESTED} draft tokens, effective 1 per verify step" in said
+    spec = next(c for c in findings.cells if c.label == "spec")
+    assert spec.acceptance is not None and spec.acceptance.acceptance_rate is not None

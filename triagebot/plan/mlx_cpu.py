@@ -1,0 +1,98 @@
+"""Plan-time choices for vllm-mlx on the `cpu` runner: MLX's Linux CPU build, a stand-in.
+
+vllm-mlx runs here on MLX's CPU backend (`triagebot.run.vllm_mlx`) and serves a tiny
+Qwen3-Next with one MTP layer (`triagebot.engines.mlx_standin`). What is real: vllm-mlx's
+own scheduler, MTP install and verify path, and its `/v1/status` counters (requested and
+effective draft tokens, attempts, acceptance, bypass reasons), the MTP-on against MTP-off
+throughput ratio of this engine build, and whether the release runs the configuration.
+What is not: the reporter's model, Apple silicon's Metal kernels, and their tok/s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from triagebot.engines import mlx_standin
+from triagebot.engines.vllm_catalog import version_key
+from triagebot.errors import PlanRejected
+from triagebot.model import Budget, Cell, ReproRequest
+from triagebot.overrides import ReproOptions
+from triagebot.plan import cpu as C
+from triagebot.plan import defaults as D
+from triagebot.plan.context import PlanContext
+
+# A start (import, load, MTP install) takes seconds and a run a second or two, so a
+# start measures many runs.
+BUDGET = {"runs": 8, "warmups": 2, "max_runs": 16, "time_limit_s": 600}
+
+CAN = ("vllm-mlx's own MTP counters from /v1/status (requested and effective draft "
+       "tokens, attempts, acceptance, bypass reasons), whether this release installs and "
+       "runs MTP, and the throughput of MTP on against off on this build")
+CANNOT = ("the reported model's acceptance and tok/s, and anything of Apple silicon's "
+          "Metal backend: the stand-in is a tiny Qwen3-Next trained for a minute on a "
+          "synthetic language, served by MLX's CPU backend")
+_MLLM = ("the report is about vllm-mlx's multimodal (MLLM) MTP path, which vllm-mlx takes "
+         "for Qwen3.5 vision-language models only; their processor includes a video "
+         "processor that transformers builds only with torch and torchvision, which the "
+         "runner's PyPI-only environment leaves out (PyPI's Linux torch is the CUDA build), "
+         "and no vision-language stand-in is built, so the cpu runner runs the text "
+         "continuous-batching MTP path on a text stand-in instead; it reports the same "
+         "requested and effective draft counters in /v1/status")
+
+
+def choose_release(asked: str, locked: list[str], choices: D.Choices) -> str:
+    """The locked vllm-mlx release nearest to `asked`, named in a note where it differs."""
+    if not locked:
+        raise PlanRejected("no vllm-mlx release is locked for the cpu runner", field="runner")
+    if asked in locked:
+        return asked
+    nearest = min(locked, key=lambda v: (abs(_ordinal(v) - _ordinal(asked)), v))
+    choices.note(f"vllm-mlx {asked} has no lock on the cpu runner (locked: "
+                 f"{', '.join(locked)}); the plan runs {nearest}")
+    return nearest
+
+
+def _ordinal(version: str) -> int:
+    major, minor, patch = (*version_key(version), 0, 0, 0)[:3]
+    return major * 10000 + minor * 100 + patch
+
+
+def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any],
+               context: PlanContext, choices: D.Choices) -> None:
+    """The stand-in in place of the reported model (or the one named with model=), and a
+    CPU-sized workload."""
+    reported = options.model or (request.models[0] if request.models else None)
+    base["model"] = mlx_standin.STANDIN.model_id
+    context.stands_in_for = reported
+    choices.note(f"vllm-mlx serves {mlx_standin.FAMILY_WORDS} "
+                 f"({mlx_standin.STANDIN.model_id}) in place of "
+                 f"{reported or 'the reported model'}: built locally from a config, trained "
+                 "for a few minutes on a synthetic language, never downloaded")
+    if _is_mllm(request):
+        choices.note(_MLLM)
+    base["workload"], base["sampling"] = C.scale(base["workload"], base["sampling"],
+                                                 choices)
+    choices.note(f"what this CPU run answers for real: {CAN}")
+    choices.note(f"what it cannot answer: {CANNOT}")
+
+
+def _is_mllm(request: ReproRequest) -> bool:
+    """The report names vllm-mlx's multimodal path (its `mllm` modules and flag)."""
+    quoted = (e.text for found in request.evidence.values() for e in found)
+    return (request.modality not in (None, "text")
+            or any("mllm" in text.lower() for text in quoted))
+
+
+def budget(base: Budget, runs_set: bool, warmups_set: bool) -> Budget:
+    update: dict[str, int] = {"max_runs": BUDGET["max_runs"],
+                              "time_limit_s": BUDGET["time_limit_s"]}
+    if not runs_set:
+        update["runs"] = BUDGET["runs"]
+    if not warmups_set:
+        update["warmups"] = BUDGET["warmups"]
+    return base.model_copy(update=update)
+
+
+def estimate_seconds(cell: Cell, budget_: Budget) -> float:
+    """Start-up (import and load ~15 s on a shared 2-core machine) plus ~3 s a run."""
+    return 20.0 + (budget_.warmups + budget_.runs) * 3.0

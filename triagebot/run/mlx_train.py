@@ -1,0 +1,110 @@
+"""Train the vllm-mlx stand-in inside the vllm-mlx environment (run as a script there).
+
+This file is fixed code that `triagebot.run.vllm_mlx` runs with the runner
+environment's interpreter; it imports only what that environment has (MLX, mlx-lm,
+vllm-mlx, numpy), never triagebot. Its one argument is a JSON file naming the folder to
+fill, the corpus token ids, the mlx-lm config and the training settings.
+
+The body is mlx-lm's own Qwen3-Next model and the MTP layer is the module vllm-mlx
+itself injects at load time (`vllm_mlx.patches.qwen3_next_mtp`), trained through the
+same `mtp_forward` the server calls to draft, so the head that is served is exactly the
+head that was trained. The body is trained first; the MTP layer after it, with the body
+frozen, on the body's pre-norm hidden state at t and the embedding of token t+1, to
+predict token t+2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _batches(ids: Any, steps: int, batch: int, seq_len: int, seed: int) -> Any:
+    import mlx.core as mx
+    import numpy as np
+
+    rng = np.random.RandomState(seed)
+    span = seq_len + 1
+    for _ in range(steps):
+        starts = rng.randint(0, len(ids) - span, size=batch)
+        yield mx.array(np.stack([ids[s:s + span] for s in starts]))
+
+
+def _train(module: Any, loss_fn: Any, ids: Any, training: dict[str, Any]) -> float:
+    import mlx.core as mx
+    import mlx.nn as nn
+    import mlx.optimizers as optim
+
+    steps = int(training["steps"])
+    warm = max(1, steps // 10)
+    schedule = optim.join_schedules(
+        [optim.linear_schedule(1e-5, training["lr"], warm),
+         optim.cosine_decay(training["lr"], steps - warm)], [warm])
+    opt = optim.AdamW(learning_rate=schedule, weight_decay=0.0)
+    step = nn.value_and_grad(module, loss_fn)
+    loss = mx.array(0.0)
+    for batch in _batches(ids, steps, training["batch"], training["seq_len"],
+                          training["seed"]):
+        loss, grads = step(batch)
+        opt.update(module, grads)
+        mx.eval(module.parameters(), opt.state, loss)
+    return float(loss.item())
+
+
+def main(spec_path: str) -> None:
+    import mlx.core as mx
+    import mlx.nn as nn
+    import numpy as np
+    from mlx.utils import tree_flatten
+    from mlx_lm.models import qwen3_next
+    from vllm_mlx.patches.qwen3_next_mtp import inject_mtp_support
+
+    spec = json.loads(Path(spec_path).read_text())
+    folder = Path(spec["folder"])
+    ids = np.array(json.loads(Path(spec["ids"]).read_text()), dtype=np.int32)
+    config = spec["config"]
+    started = time.monotonic()
+
+    mx.random.seed(spec["body"]["seed"])
+    model = qwen3_next.Model(qwen3_next.ModelArgs.from_dict(config))
+    mx.eval(model.parameters())
+
+    def body_loss(batch: Any) -> Any:
+        logits = model(batch[:, :-1])
+        return nn.losses.cross_entropy(logits, batch[:, 1:], reduction="mean")
+
+    body = _train(model, body_loss, ids, spec["body"])
+    mx.save_safetensors(str(folder / "model.safetensors"),
+                        dict(tree_flatten(model.parameters())), metadata={"format": "mlx"})
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+
+    # vllm-mlx builds its MTP module only where the file exists; one norm in it is enough
+    # (load_weights is not strict), the rest starts from MLX's seeded initialisation.
+    mx.random.seed(spec["mtp"]["seed"])
+    mtp_file = folder / "model-mtp.safetensors"
+    mx.save_safetensors(str(mtp_file), {"mtp.norm.weight": mx.ones(config["hidden_size"])})
+    if not inject_mtp_support(model, folder, config):
+        raise SystemExit("vllm-mlx did not inject its MTP module into the stand-in")
+    model.freeze()
+    model.mtp.unfreeze()
+
+    def mtp_loss(batch: Any) -> Any:
+        x = batch[:, :-1]
+        _, hidden = model(x, return_hidden=True)
+        hidden = mx.stop_gradient(hidden)
+        logits = model.mtp_forward(hidden[:, :-1], x[:, 1:])
+        return nn.losses.cross_entropy(logits[:, :-1], x[:, 2:], reduction="mean")
+
+    head = _train(model, mtp_loss, ids, spec["mtp"])
+    weights = {f"mtp.{k}": v for k, v in tree_flatten(model.mtp.parameters())}
+    mx.save_safetensors(str(mtp_file), weights, metadata={"format": "mlx"})
+    # The builder reads this last line into the stand-in's build record.
+    sys.stdout.write(json.dumps({"body_loss": round(body, 4), "mtp_loss": round(head, 4),
+                                 "train_s": round(time.monotonic() - started, 1)}) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
