@@ -32,7 +32,7 @@ PURE = (
     "triagebot.repo_config",
     "triagebot.links",
     "triagebot.jobs.record",
-    "triagebot.web.events",
+    "triagebot.github.events",
     "triagebot.github.models",
     "triagebot.workers.task_queues",
 )
