@@ -1,4 +1,4 @@
-"""The data contracts every stage of the pipeline exchanges (design.md §3).
+"""The data contracts every stage of the pipeline exchanges (README, "Architecture").
 
 Only pydantic lives here: these models are what crosses module, process and network
 boundaries, so they validate on the way in and serialise to plain JSON on the way out.
@@ -129,7 +129,8 @@ class SourceInfo(_Model):
 
 
 class ReproRequest(_Model):
-    """What a thread asks to be reproduced. Field names follow parse-spec.md exactly."""
+    """What a thread asks to be reproduced. The field names are the ones `triagebot parse
+    --json` prints, which scorers and scripts read, so they do not change."""
 
     schema_version: int = SCHEMA_VERSION
     in_scope: bool = False
@@ -158,7 +159,7 @@ class ReproRequest(_Model):
     # the same as classification.in_scope_reasons or .out_of_scope_reasons.
     scope_reasons: list[str] = Field(default_factory=list)
 
-    # What a reproduction needs beyond the scored fields (design.md §3).
+    # What a reproduction needs beyond the fields a report is scored on.
     speculative_config: dict[str, Any] | None = None
     compilation_config: dict[str, Any] | None = None
     cudagraph_mode: str | None = None

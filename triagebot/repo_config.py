@@ -68,7 +68,6 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from triagebot.bisect.commits import check_template
 from triagebot.frozen import Frozen
 from triagebot.model import Budget, GpuKind, PlanEngine, PlanPolicy
 from triagebot.overrides import ReproOptions
@@ -76,7 +75,7 @@ from triagebot.overrides import ReproOptions
 MAX_BYTES = 64 * 1024
 MAX_ENTRIES = 200  # per list; a longer list is a mistake, not a configuration
 MAX_PROBLEMS = 20
-PATH = ".github/triagebot.toml"
+CONFIG_PATH = ".github/triagebot.toml"
 
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}")
 _TEAM = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
@@ -84,6 +83,9 @@ _MODEL_PATTERN = re.compile(r"[A-Za-z0-9._/*?\[\]!-]{1,200}")
 _HUB_ID = r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}"
 _TRUSTED = re.compile(rf"{_HUB_ID}(?:@[0-9a-f]{{40}})?")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+TEMPLATE_MAX = 300
+_FIELD = re.compile(r"\{([^{}]*)\}")
+_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~%/{}+-]*)?$")
 
 
 class RepoConfigError(ValueError):
@@ -91,7 +93,7 @@ class RepoConfigError(ValueError):
 
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
-        super().__init__(f"{PATH}: " + "; ".join(problems))
+        super().__init__(f"{CONFIG_PATH}: " + "; ".join(problems))
 
 
 def _matching(pattern: re.Pattern[str], what: str) -> AfterValidator:
@@ -109,6 +111,22 @@ def _label_name(value: str) -> str:
     if _CONTROL.search(value) or not value.strip():
         raise ValueError("a label name needs visible characters and no control characters")
     return value
+
+
+def check_template(template: str) -> str:
+    """`template` (a `[bisect] commit_index`, or the CLI's `--commit-index`) when it is an
+    http(s) URL with `{sha}` exactly once and no other field; otherwise a ValueError that
+    says what to write."""
+    if len(template) > TEMPLATE_MAX:
+        raise ValueError(f"has {len(template)} characters; at most {TEMPLATE_MAX}")
+    fields = _FIELD.findall(template)
+    if fields.count("sha") != 1 or len(fields) != 1 or template.count("{") != 1:
+        raise ValueError("needs {sha} exactly once and no other {...} field, as in "
+                         "https://wheels.vllm.ai/{sha}")
+    if not _URL.match(template):
+        raise ValueError("not an http(s) URL of a package index, as in "
+                         "https://wheels.vllm.ai/{sha}")
+    return template
 
 
 def _version(value: str) -> str:

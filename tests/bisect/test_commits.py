@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from triagebot.bisect import deeper
-from triagebot.bisect.commits import check_template, commit_window, first_parent, index_for
+from triagebot.bisect.commits import commit_window, first_parent, index_for
 from triagebot.bisect.ranges import BisectError, release_range
 from triagebot.bisect.rank import CommitInfo, commits_from_compare
 from triagebot.bisect.runner import BisectRun, Deeper, _deeper
 from triagebot.bisect.search import Step, outcome
 from triagebot.model import ReproRequest
-from triagebot.repo_config import RepoConfigError, parse_repo_config
+from triagebot.repo_config import RepoConfigError, check_template, parse_repo_config
 
 REPO = "acme/engine"
 

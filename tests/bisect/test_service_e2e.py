@@ -34,9 +34,9 @@ from tests.fakes.github_server import FakeGitHub
 from tests.fakes.redis_fixture import make_settings
 from tests.fakes.services import Uvicorn, Worker, settings_env, wait_for
 from tests.service.test_end_to_end import SECRET, bot_comments, deliver, finished_job, logs
-from triagebot.bisect.service import RedisSteps, steps_key
 from triagebot.jobs.store import JobStore
 from triagebot.web.app import create_app
+from triagebot.workers.runner_bisect import RedisSteps, steps_key
 
 COMMAND = "@triagebot bisect modes=eager runs=4 warmups=0 max_tokens=32 prompts=1"
 

@@ -11,10 +11,10 @@ from triagebot.commands import Command, CommandError, parse_comment
 from triagebot.decisions import decide
 from triagebot.decisions.actions import CancelJobs, React, Refuse, Reply, StartJob
 from triagebot.decisions.facts import Facts
+from triagebot.github.events import ThreadEvent, normalise
 from triagebot.github.models import Thread
 from triagebot.jobs.record import JobRecord, job_id
 from triagebot.repo_config import RepoConfig, parse_repo_config
-from triagebot.web.events import ThreadEvent, normalise
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
 KEY = b"decision-tests-key"

@@ -1,4 +1,4 @@
-"""10,000 hostile values through parse -> plan -> render (issue 3, design.md §6).
+"""10,000 hostile values through parse -> plan -> render (issue 3: issue text never becomes code).
 
 Each value carries a marker. It must either be refused (a PlanRejected that names a
 field) or reach the script only inside string literals or comments: every Python token

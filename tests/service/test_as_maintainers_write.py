@@ -67,7 +67,7 @@ def test_the_bisect_acknowledgement_describes_the_bisect(env: dict[str, Any],
 
     settings = env["settings"].model_copy(
         update={"bisect_find_links": build_index(tmp_path / "index", nightlies=False)})
-    triage = Triage(settings, env["store"], env["triage"].celery, env["triage"].github)
+    triage = Triage(settings, env["store"], env["triage"].ctx.celery, env["triage"].ctx.github)
     fake = env["fake"]
     triage.handle(comment_event(fake, "@triagebot bisect good=0.17.1 bad=0.20.0"))
     [job] = env["store"].thread_jobs(REPO, 42)

@@ -151,11 +151,11 @@ def test_gpu_worker_killed_mid_cell_reruns_it_and_reports_once(
                    lambda: logs(service))[0]
     # Wait until one run is stored and the next cell is under way, then kill the pool
     # process running it (the Celery main process stays and requeues the message).
-    wait_for(lambda: store.results(job.id) and store.require(job.id).current, 240,
+    wait_for(lambda: store.runs.results(job.id) and store.require(job.id).current, 240,
              "a first stored run", lambda: logs(service))
     children = service["gpu"].pool_children()
     assert children, logs(service)
-    stored_before = sum(len(v) for v in store.results(job.id).values())
+    stored_before = sum(len(v) for v in store.runs.results(job.id).values())
     for pid in children:
         os.kill(pid, signal.SIGKILL)
     done = finished_job(service, timeout=300)
@@ -166,7 +166,7 @@ def test_gpu_worker_killed_mid_cell_reruns_it_and_reports_once(
         f"<!-- triagebot:v1 job={job.id} -->")
     # Runs stored before the kill were kept, not run again: every cell has exactly the
     # runs it asked for, none twice.
-    results = store.results(job.id)
+    results = store.runs.results(job.id)
     plan = store.plan(job.id)
     assert stored_before >= 1
     assert set(results) == {c.cell_id for c in plan.cells}

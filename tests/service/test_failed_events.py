@@ -34,7 +34,7 @@ def test_a_failed_event_is_visible_and_its_redelivery_runs(
     with triage_service(fake_github, namespace, tmp_path,
                         worker_heartbeat_max_age_s=300) as svc:
         # A runner of the one kind is up, so readiness turns on the triage worker alone.
-        svc.store.worker_alive("gpu-cpu@runner", 300, ["gpu-cpu"])
+        svc.store.counters.worker_alive("gpu-cpu@runner", 300, ["gpu-cpu"])
         svc.start_worker(app_private_key=None, app_private_key_file=Path(MISSING_KEY))
         svc.wait_ready()
         ready = wait_for(lambda: (r := httpx.get(f"{svc.web.url}/readyz", timeout=10))

@@ -66,7 +66,7 @@ def test_concurrent_creates_make_one_job(store: JobStore, plan: Plan) -> None:
     for t in threads:
         t.join()
     assert results.count("created") == 1
-    assert store.count_by_state()["queued"] == 1
+    assert store.counters.count_by_state()["queued"] == 1
 
 
 def test_state_machine_refuses_bad_moves(store: JobStore, plan: Plan) -> None:
@@ -81,7 +81,7 @@ def test_state_machine_refuses_bad_moves(store: JobStore, plan: Plan) -> None:
         store.move(job.id, "running")
     with pytest.raises(JobError, match="does not exist"):
         store.move("0" * 20, "running")
-    counts = store.count_by_state()
+    counts = store.counters.count_by_state()
     assert counts["queued"] == 0 and counts["running"] == 0 and counts["done"] == 1
 
 
@@ -97,33 +97,33 @@ def test_cancel_queued_now_running_later(store: JobStore, plan: Plan) -> None:
 
 def test_lock_is_exclusive_fenced_and_refreshable(store: JobStore, plan: Plan) -> None:
     job = store.create(record(plan), plan, None).job
-    token = store.acquire(job.id)
+    token = store.runs.acquire(job.id)
     assert token is not None
-    assert store.acquire(job.id) is None
-    assert store.refresh(job.id, token)
-    assert not store.refresh(job.id, "1:stale")
-    assert store.lock_ttl(job.id) > 0
+    assert store.runs.acquire(job.id) is None
+    assert store.runs.refresh(job.id, token)
+    assert not store.runs.refresh(job.id, "1:stale")
+    assert store.runs.lock_ttl(job.id) > 0
     result = RunResult(cell_id=plan.cells[0].cell_id, engine="transformers", status="ok")
-    assert store.put_result(job.id, token, plan.cells[0].cell_id, 0, result)
-    store.release(job.id, token)
+    assert store.runs.put_result(job.id, token, plan.cells[0].cell_id, 0, result)
+    store.runs.release(job.id, token)
     # A worker that lost the lock cannot write results any more.
-    assert not store.put_result(job.id, token, plan.cells[0].cell_id, 1, result)
-    newer = store.acquire(job.id)
+    assert not store.runs.put_result(job.id, token, plan.cells[0].cell_id, 1, result)
+    newer = store.runs.acquire(job.id)
     assert newer is not None and int(newer.split(":")[0]) > int(token.split(":")[0])
-    assert store.get_result(job.id, plan.cells[0].cell_id, 0) == result
-    assert store.get_result(job.id, plan.cells[0].cell_id, 1) is None
+    assert store.runs.get_result(job.id, plan.cells[0].cell_id, 0) == result
+    assert store.runs.get_result(job.id, plan.cells[0].cell_id, 1) is None
 
 
 def test_heartbeat_keeps_the_lock_and_reports_its_loss(settings: Settings,
                                                         plan: Plan) -> None:
     store = JobStore(settings)
     job = store.create(record(plan), plan, None).job
-    token = store.acquire(job.id)
+    token = store.runs.acquire(job.id)
     assert token is not None
-    with store.heartbeat(job.id, token) as lost:
+    with store.runs.heartbeat(job.id, token) as lost:
         time.sleep(settings.lock_ttl_s + 1.5)
         assert not lost.is_set()
-        assert store.lock_ttl(job.id) > 0
+        assert store.runs.lock_ttl(job.id) > 0
         assert store.require(job.id).heartbeat_at is not None
         store.redis.delete(settings.key("job", job.id, "lock"))
         deadline = time.monotonic() + 5
@@ -135,13 +135,13 @@ def test_heartbeat_keeps_the_lock_and_reports_its_loss(settings: Settings,
 def test_every_key_expires(store: JobStore, plan: Plan, redis_client: redis.Redis,
                            settings: Settings) -> None:
     job = store.create(record(plan), plan, None).job
-    token = store.acquire(job.id)
+    token = store.runs.acquire(job.id)
     assert token is not None
-    store.put_result(job.id, token, plan.cells[0].cell_id, 0,
+    store.runs.put_result(job.id, token, plan.cells[0].cell_id, 0,
                      RunResult(cell_id=plan.cells[0].cell_id, engine="transformers", status="ok"))
-    store.save_report(job.id, "{}", "report")
-    store.add_gpu_seconds("acme/engine", 12.5)
-    store.worker_alive("w1", 30)
+    store.runs.save_report(job.id, "{}", "report")
+    store.counters.add_gpu_seconds("acme/engine", 12.5)
+    store.counters.worker_alive("w1", 30)
     store.move(job.id, "running")
     store.move(job.id, "done")
     persistent = {settings.key("finished", "done"), settings.key("state", "queued"),
@@ -157,20 +157,20 @@ def test_results_plan_and_budget_round_trip(store: JobStore, plan: Plan) -> None
     job = store.create(record(plan), plan, parse_report(REPORT)).job
     assert store.plan(job.id) == plan
     assert store.request(job.id) is not None
-    token = store.acquire(job.id)
+    token = store.runs.acquire(job.id)
     assert token is not None
     cell = plan.cells[0].cell_id
     for round_ in (1, 0, 10, 2):
-        store.put_result(job.id, token, cell, round_,
+        store.runs.put_result(job.id, token, cell, round_,
                          RunResult(cell_id=cell, engine="transformers", status="ok",
                                    error=str(round_)))
-    assert [r.error for r in store.results(job.id)[cell]] == ["0", "1", "2", "10"]
-    assert store.add_gpu_seconds("acme/engine", 30, day="20261122") == 30
-    assert store.add_gpu_seconds("acme/engine", 15, day="20261122") == 45
-    assert store.gpu_seconds_today("acme/engine", day="20261122") == 45
-    store.observe_cell(3)
-    store.observe_cell(700)
-    buckets, total, count = store.cell_histogram()
+    assert [r.error for r in store.runs.results(job.id)[cell]] == ["0", "1", "2", "10"]
+    assert store.counters.add_gpu_seconds("acme/engine", 30, day="20261122") == 30
+    assert store.counters.add_gpu_seconds("acme/engine", 15, day="20261122") == 45
+    assert store.counters.gpu_seconds_today("acme/engine", day="20261122") == 45
+    store.counters.observe_cell(3)
+    store.counters.observe_cell(700)
+    buckets, total, count = store.counters.cell_histogram()
     assert buckets == {"5": 1, "1200": 1} and total == 703 and count == 2
 
 

@@ -64,7 +64,7 @@ def _all_at_once(settings: Settings, events: list[Any]) -> float:
 def test_concurrent_copies_of_a_repro_make_one_comment_and_one_run(
         env: dict[str, Any], copies: int) -> None:
     fake, settings, store = env["fake"], env["settings"], env["store"]
-    store.worker_alive("gpu-h100@runner", 60, ["gpu-h100"])
+    store.counters.worker_alive("gpu-h100@runner", 60, ["gpu-h100"])
     first = comment_event(fake, "@triagebot repro k=1", delivery="race-0")
     assert first.comment is not None
     events = [first.model_copy(update={"delivery": f"race-{i}"}) for i in range(copies)]

@@ -28,7 +28,7 @@ def test_only_jobs_without_lock_and_heartbeat_are_requeued(settings: Settings,
     dead = _running(store, plans[0], "comment-1", heartbeat_age_s=settings.lock_ttl_s + 5)
     fresh = _running(store, plans[1], "comment-2", heartbeat_age_s=0.5)
     locked = _running(store, plans[2], "comment-3", heartbeat_age_s=settings.lock_ttl_s + 5)
-    assert store.acquire(locked) is not None  # a live worker still holds this one
+    assert store.runs.acquire(locked) is not None  # a live worker still holds this one
 
     assert reap_once(settings, store, celery) == [dead]
     job = store.require(dead)

@@ -39,7 +39,7 @@ def test_missing_and_finished_jobs_are_left_alone(runner: JobRunner, plan: Plan)
 
 def test_a_held_lock_means_someone_else_runs_it(runner: JobRunner, plan: Plan) -> None:
     job = runner.store.create(record(plan), plan, None).job
-    assert runner.store.acquire(job.id) is not None
+    assert runner.store.runs.acquire(job.id) is not None
     assert runner.run(job.id) == "locked"
     assert runner.store.require(job.id).attempts == 0
 
@@ -64,4 +64,4 @@ def test_attempts_are_capped(runner: JobRunner, plan: Plan, settings: Settings) 
     assert failed.attempts == settings.max_attempts + 1
     assert len(published(settings)) == 1
     # The lock is released, so nothing is left holding the job.
-    assert runner.store.lock_ttl(job.id) == 0
+    assert runner.store.runs.lock_ttl(job.id) == 0

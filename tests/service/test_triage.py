@@ -11,13 +11,13 @@ from typing import Any
 
 from tests.fakes.github_fixture import INSTALLATION_ID, REPO
 from tests.service.threads import FIXTURES, bot_comments, comment_event, queued
-from triagebot.web.events import normalise
+from triagebot.github.events import normalise
 from triagebot.workers import task_queues
 
 
 def test_repro_acknowledges_once_and_queues_one_gpu_job(env: dict[str, Any]) -> None:
     triage, fake, settings = env["triage"], env["fake"], env["settings"]
-    env["store"].worker_alive("gpu-h100@runner", 60, ["gpu-h100"])
+    env["store"].counters.worker_alive("gpu-h100@runner", 60, ["gpu-h100"])
     event = comment_event(fake, "Could you check this?\n@triagebot repro k=1")
     triage.handle(event)
     triage.handle(event)  # the same comment again (another delivery id, a retried task)
@@ -37,7 +37,7 @@ def test_acknowledgement_names_a_kind_without_a_live_runner(env: dict[str, Any])
     # Issue 15, defect 9: with no worker for the job's runner kind the acknowledgement
     # promised "should start right away".
     triage, fake = env["triage"], env["fake"]
-    env["store"].worker_alive("gpu-cpu@runner", 60, ["gpu-cpu"])  # another kind only
+    env["store"].counters.worker_alive("gpu-cpu@runner", 60, ["gpu-cpu"])  # another kind only
     triage.handle(comment_event(fake, "@triagebot repro"))
     body = bot_comments(fake)[0].body
     assert "No `h100` runner is online right now" in body
@@ -149,7 +149,7 @@ def test_publish_edits_the_same_comment_and_sets_labels(env: dict[str, Any]) -> 
     store.move(job.id, "running")
     store.set(job.id, runs_done=3, runs_planned=10, eta_s=120.0, current="mtp k=1 @ graph")
     triage.progress(job.id)
-    store.save_report(job.id, "{}", "## Reproduced\n\nMTP is 0.56x under graphs.")
+    store.runs.save_report(job.id, "{}", "## Reproduced\n\nMTP is 0.56x under graphs.")
     store.move(job.id, "done", outcome="reproduced")
     triage.publish(job.id)
     triage.publish(job.id)
@@ -202,7 +202,7 @@ def test_error_outcome_is_not_celebrated(env: dict[str, Any]) -> None:
     triage.handle(event)
     job = store.thread_jobs(REPO, 42)[0]
     store.move(job.id, "running")
-    store.save_report(job.id, "{}", "## Error\n\nEvery cell failed.")
+    store.runs.save_report(job.id, "{}", "## Error\n\nEvery cell failed.")
     store.move(job.id, "done", outcome="error")
     triage.publish(job.id)
     reactions = fake.reactions(event.comment.id)

@@ -10,8 +10,8 @@ import redis
 
 from tests.fakes.github_fixture import INSTALLATION_ID, REPO
 from tests.fakes.github_server import FakeGitHub
+from triagebot.github.events import ThreadEvent, normalise
 from triagebot.settings import Settings
-from triagebot.web.events import ThreadEvent, normalise
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
 ISSUE_BODY = (

@@ -46,7 +46,7 @@ class TriageService:
 
     def wait_ready(self, timeout: float = 60) -> None:
         """Until the worker's heartbeat says it consumes the triage queue."""
-        wait_for(lambda: "triage" in self.store.live_queues(30), timeout,
+        wait_for(lambda: "triage" in self.store.counters.live_queues(30), timeout,
                  "the triage worker's heartbeat", self.logs)
 
     def stop_worker(self) -> None:

@@ -24,7 +24,7 @@ def _job(store: JobStore, scenario: str, trigger: str) -> tuple[JobRecord, str]:
                        runs_planned=len(plan.cells) * plan.budget.runs, eta_s=600)
     created = store.create(record, plan, None)
     assert created.status == "created"
-    token = store.acquire(record.id)
+    token = store.runs.acquire(record.id)
     assert token is not None
     return created.job, token
 
@@ -35,9 +35,9 @@ def finished(store: JobStore, scenario: str = "reproduced_slowdown",
     plan, results = load_fixture(scenario)
     for cell_id, rounds in results.items():
         for round_, result in enumerate(rounds):
-            store.put_result(job.id, token, cell_id, round_, result)
+            store.runs.put_result(job.id, token, cell_id, round_, result)
     findings = analyze(plan, results, request=seed_request())
-    store.save_report(job.id, findings.model_dump_json(),
+    store.runs.save_report(job.id, findings.model_dump_json(),
                       render_report(plan, findings, scripts=[], command="triagebot repro x"))
     store.move(job.id, "running", runs_done=job.runs_planned)
     return store.move(job.id, "done", outcome=findings.outcome, headline=findings.headline)
@@ -47,7 +47,7 @@ def running(store: JobStore, trigger: str = "comment-2") -> JobRecord:
     job, token = _job(store, "reproduced_slowdown", trigger)
     plan, results = load_fixture("reproduced_slowdown")
     first = plan.cells[0].cell_id
-    store.put_result(job.id, token, first, 0, results[first][0])
+    store.runs.put_result(job.id, token, first, 0, results[first][0])
     return store.move(job.id, "running", runs_done=len(results[first][0].runs),
                       current=plan.cells[1].label)
 

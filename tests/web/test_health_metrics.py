@@ -42,7 +42,7 @@ def test_readyz_needs_a_recent_worker_heartbeat(url: str, http: httpx.Client,
     assert response.status_code == 503
     assert "no worker heartbeat" in response.json()["reason"]
     store = JobStore(settings, redis_client)
-    store.worker_alive("triage@api-1", ttl_s=60, queues=["triage"])
+    store.counters.worker_alive("triage@api-1", ttl_s=60, queues=["triage"])
     # Issue 15, defect 9: a triage worker alone used to make /readyz 200 although no
     # runner would ever pick a job up.
     response = http.get(f"{url}/readyz")
@@ -50,7 +50,7 @@ def test_readyz_needs_a_recent_worker_heartbeat(url: str, http: httpx.Client,
     assert response.json()["runners"] == {kind: False for kind in settings.gpu_kinds}
     assert "gpu-" in response.json()["reason"]
     for kind in settings.gpu_kinds:
-        store.worker_alive(f"gpu-{kind}@runner-1", ttl_s=60, queues=[f"gpu-{kind}"])
+        store.counters.worker_alive(f"gpu-{kind}@runner-1", ttl_s=60, queues=[f"gpu-{kind}"])
     response = http.get(f"{url}/readyz")
     assert response.status_code == 200
     assert response.json() == {"ok": True, "workers": 1 + len(settings.gpu_kinds),
@@ -95,9 +95,9 @@ def test_metrics_count_deliveries_and_read_redis(url: str, http: httpx.Client,
         == 401
     make_job(store, title="one")
     make_job(store, title="two", trigger="comment-2")
-    store.worker_alive("triage@api-test", ttl_s=60)
+    store.counters.worker_alive("triage@api-test", ttl_s=60)
     for seconds in (3.0, 40.0, 40.0, 5000.0):
-        store.observe_cell(seconds)
+        store.counters.observe_cell(seconds)
 
     response = http.get(f"{url}/metrics")
     assert response.headers["content-type"].startswith("text/plain")
@@ -148,16 +148,16 @@ def test_readyz_fails_while_the_triage_worker_cannot_act_as_the_app(
     # Issue 27, item 3: a triage worker without a usable key still made /readyz pass.
     store = JobStore(settings, redis_client)
     for kind in settings.gpu_kinds:
-        store.worker_alive(f"gpu-{kind}@runner-1", ttl_s=60, queues=[f"gpu-{kind}"])
+        store.counters.worker_alive(f"gpu-{kind}@runner-1", ttl_s=60, queues=[f"gpu-{kind}"])
     problem = "TRIAGEBOT_APP_PRIVATE_KEY_FILE: cannot read /run/secrets/k: No such file"
-    store.worker_alive("triage@broken", ttl_s=60, queues=["triage"], problem=problem)
+    store.counters.worker_alive("triage@broken", ttl_s=60, queues=["triage"], problem=problem)
     response = http.get(f"{url}/readyz")
     assert response.status_code == 503
     body = response.json()
     assert body["triage"] is False and body["github"] == problem
     assert body["reason"] == f"the triage worker cannot act as the GitHub App: {problem}"
     # Another triage worker that GitHub accepts serves the queue.
-    store.worker_alive("triage@fine", ttl_s=60, queues=["triage"])
+    store.counters.worker_alive("triage@fine", ttl_s=60, queues=["triage"])
     assert http.get(f"{url}/readyz").status_code == 200
 
 

@@ -44,7 +44,7 @@ def test_page_escapes_everything_from_the_issue(url: str, http: httpx.Client,
                                                 store: JobStore) -> None:
     job = make_job(store, title=HOSTILE_TITLE, command=HOSTILE_COMMAND,
                    requester="<b>maint</b>")
-    store.save_report(job.id, "{}", HOSTILE_REPORT)
+    store.runs.save_report(job.id, "{}", HOSTILE_REPORT)
     response = http.get(f"{url}/jobs/{job.id}")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
@@ -79,7 +79,7 @@ def test_page_of_a_finished_job_stops_refreshing(url: str, http: httpx.Client,
     store.move(job.id, "running", runs_done=3)
     store.move(job.id, "done", runs_done=20, outcome="reproduced",
                headline="MTP is 0.56x of no-spec under CUDA graphs (n=10 each)")
-    store.save_report(job.id, "{}", "## Reproduced\n")
+    store.runs.save_report(job.id, "{}", "## Reproduced\n")
     html = http.get(f"{url}/jobs/{job.id}").text
     assert 'http-equiv="refresh"' not in html
     assert "reproduced" in html
@@ -94,7 +94,7 @@ def test_page_of_a_finished_job_stops_refreshing(url: str, http: httpx.Client,
 def test_json(url: str, http: httpx.Client, store: JobStore) -> None:
     first = make_job(store, trigger="comment-1")
     second = make_job(store, title=HOSTILE_TITLE, trigger="comment-2")
-    store.save_report(second.id, "{}", HOSTILE_REPORT)
+    store.runs.save_report(second.id, "{}", HOSTILE_REPORT)
     data = http.get(f"{url}/jobs/{second.id}.json").json()
     assert data["id"] == second.id
     assert data["state"] == "queued"

@@ -24,9 +24,9 @@ from tests.web.support import (
     queued,
     signed,
 )
+from triagebot.github.events import normalise
 from triagebot.settings import Settings, SettingsError
 from triagebot.web.app import create_app
-from triagebot.web.events import normalise
 from triagebot.web.signature import sign
 from triagebot.web.task_message import task_message
 from triagebot.web.webhook import INLINE_SCREEN_BYTES

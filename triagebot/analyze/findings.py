@@ -52,27 +52,27 @@ from triagebot.analyze import verdict
 from triagebot.analyze.against_report import against_report
 from triagebot.analyze.findings_cells import merge_counters, summarize
 from triagebot.analyze.findings_compare import (
-    _band,
-    _collapse,
-    _divergence,
-    _interaction,
-    _main_names,
-    _noise_finding,
-    _ratio_finding,
-    _step_fits,
+    collapse_flags,
+    divergence_findings,
+    interaction_finding,
+    main_names,
+    noise_finding,
+    plan_noise_band,
+    ratio_finding,
+    step_fit_findings,
 )
 from triagebot.analyze.findings_models import (
     ComparisonFinding,
     Findings,
 )
 from triagebot.analyze.findings_outcome import (
-    _decided_by,
-    _hints,
-    _key_claims,
-    _runner_hints,
-    _signatures,
     decide_outcome,
+    decision_signal,
+    failure_signatures,
     headline,
+    key_claims,
+    outcome_hints,
+    runner_hints,
 )
 from triagebot.analyze.graphs import graph_checks, graph_hints
 from triagebot.analyze.mtp_status import mtp_notes
@@ -133,27 +133,27 @@ def analyze(
     within ±`margin` (the repo's `[verdict] margin_pct`), DIFFERENT beyond ±`negligible`
     (`[verdict] negligible_pct`, 0 by default)."""
     cells = {c.cell_id: summarize(c, results.get(c.cell_id, ())) for c in plan.cells}
-    band = _band(plan, results)
+    band = plan_noise_band(plan, results)
     same_region = verdict.margin_band(margin)
-    main = _main_names(plan)
+    main = main_names(plan)
     comparisons: list[ComparisonFinding] = []
     more: dict[str, int] = {}
     for comp in plan.comparisons:
         if comp.kind == "noise":
-            comparisons.append(_noise_finding(comp, results, margin, negligible))
+            comparisons.append(noise_finding(comp, results, margin, negligible))
         elif comp.kind == "ratio":
-            finding, runs = _ratio_finding(plan, comp, results, cells, main, margin,
-                                           negligible)
+            finding, runs = ratio_finding(plan, comp, results, cells, main, margin,
+                                          negligible)
             comparisons.append(finding)
             stuck = any(cells[c].status != "ok" for c in comp.numerator + comp.denominator)
             if runs and not stuck:
                 more[comp.name] = runs
     by_name = {c.name: c for c in plan.comparisons if c.kind == "ratio"}
     interactions = [i for c in plan.comparisons if c.kind == "interaction"
-                    if (i := _interaction(c, by_name, results, same_region)) is not None]
-    collapse = _collapse(plan, cells)
-    divergence = _divergence(plan, cells)
-    hits = _signatures(plan, results, logs, signatures)
+                    if (i := interaction_finding(c, by_name, results, same_region)) is not None]
+    collapse = collapse_flags(plan, cells)
+    divergence = divergence_findings(plan, cells)
+    hits = failure_signatures(plan, results, logs, signatures)
     graphs = graph_checks(plan, results, logs)
     runner = _runner_env(results)
     cell_list = list(cells.values())
@@ -161,7 +161,7 @@ def analyze(
     against = (against_report(request, plan, cell_list, comparisons, same_region, runner,
                               gpus_needed=gpus) if request is not None else None)
     outcome, reason = decide_outcome(request, comparisons, cells, collapse, against, plan)
-    claims = _key_claims(request, comparisons, against)
+    claims = key_claims(request, comparisons, against)
     notes = list(plan.notes) + _run_notes(plan, results) + mtp_notes(plan, results)
     if band.source == "default":
         notes.append(f"A/A pair: {band.note}")
@@ -178,18 +178,18 @@ def analyze(
         noise=band,
         comparisons=comparisons,
         interactions=interactions,
-        step_fits=_step_fits(plan, cells),
+        step_fits=step_fit_findings(plan, cells),
         collapse=collapse,
         divergence=divergence,
         signatures=hits,
-        hints=[*graph_hints(graphs), *_hints(plan, cell_list, hits, collapse, divergence),
-               *_runner_hints(comparisons, margin)],
+        hints=[*graph_hints(graphs), *outcome_hints(plan, cell_list, hits, collapse, divergence),
+               *runner_hints(comparisons, margin)],
         against_report=against,
         runner_env=runner.model_dump() if runner else {},
         graphs=graphs,
         margin=margin,
         negligible=negligible,
-        decided_by=_decided_by(request, outcome, comparisons, claims, plan),
+        decided_by=decision_signal(request, outcome, comparisons, claims, plan),
         needs_more_runs=more,
         notes=notes,
     )

@@ -47,7 +47,7 @@ def _rounds(ids: Sequence[str], results: Mapping[str, Sequence[RunResult]]) -> l
     return out
 
 
-def _band(plan: Plan, results: Mapping[str, Sequence[RunResult]]) -> NoiseBand:
+def plan_noise_band(plan: Plan, results: Mapping[str, Sequence[RunResult]]) -> NoiseBand:
     noise = next((c for c in plan.comparisons if c.kind == "noise"), None)
     if noise is None:
         return stats.default_band("the plan has no A/A pair")
@@ -55,7 +55,7 @@ def _band(plan: Plan, results: Mapping[str, Sequence[RunResult]]) -> NoiseBand:
                             _samples(noise.denominator, results))
 
 
-def _main_names(plan: Plan) -> set[str]:
+def main_names(plan: Plan) -> set[str]:
     ratios = [c for c in plan.comparisons if c.kind == "ratio"]
     if not ratios:
         return set()
@@ -77,7 +77,7 @@ def _spec_pair(plan: Plan, comp: Comparison) -> tuple[Cell, Cell] | None:
     return num, den
 
 
-def _ratio_finding(
+def ratio_finding(
     plan: Plan,
     comp: Comparison,
     results: Mapping[str, Sequence[RunResult]],
@@ -134,7 +134,7 @@ def _explain(comp: Comparison, cells: Mapping[str, CellFinding], ratio: float,
                          source=source or "")
 
 
-def _noise_finding(
+def noise_finding(
     comp: Comparison, results: Mapping[str, Sequence[RunResult]], margin: float,
     negligible: float = verdict.DEFAULT_NEGLIGIBLE,
 ) -> ComparisonFinding:
@@ -151,7 +151,7 @@ def _noise_finding(
     )
 
 
-def _interaction(
+def interaction_finding(
     comp: Comparison, by_name: Mapping[str, Comparison],
     results: Mapping[str, Sequence[RunResult]], band: NoiseBand,
 ) -> InteractionFinding | None:
@@ -175,7 +175,7 @@ def random_drafter(cell: Cell) -> bool:
     return cell.spec is not None and standins.is_untrained_head(cell.spec.draft_model)
 
 
-def _collapse(plan: Plan, cells: Mapping[str, CellFinding]) -> list[CollapseFlag]:
+def collapse_flags(plan: Plan, cells: Mapping[str, CellFinding]) -> list[CollapseFlag]:
     """Collapse flags among spec cells that should accept alike (same model, drafter, k,
     rejection method and temperature); a lone spec cell is judged on its length only."""
     groups: dict[tuple[Any, ...], dict[str, AcceptanceStats]] = {}
@@ -190,7 +190,7 @@ def _collapse(plan: Plan, cells: Mapping[str, CellFinding]) -> list[CollapseFlag
     return [flag for arms in groups.values() for flag in detect_collapse(arms)]
 
 
-def _step_fits(plan: Plan, cells: Mapping[str, CellFinding]) -> list[StepFitFinding]:
+def step_fit_findings(plan: Plan, cells: Mapping[str, CellFinding]) -> list[StepFitFinding]:
     groups: dict[tuple[Any, ...], list[Cell]] = {}
     for cell in plan.cells:
         if cell.spec is not None and cell.replica == 0:
@@ -218,7 +218,7 @@ def _context_text(context: Sequence[tuple[str, str]]) -> str:
     return " ".join(v for _, v in context) or "all cells"
 
 
-def _divergence(plan: Plan, cells: Mapping[str, CellFinding]) -> list[DivergenceFinding]:
+def divergence_findings(plan: Plan, cells: Mapping[str, CellFinding]) -> list[DivergenceFinding]:
     groups: dict[tuple[Any, ...], list[Cell]] = {}
     for cell in plan.cells:
         groups.setdefault(_context(cell), []).append(cell)

@@ -1,4 +1,4 @@
-"""Pydantic shapes for the statistical part of Findings (design.md §3, §5).
+"""Pydantic shapes for the statistical part of Findings (README, "Statistics").
 
 Every number that a report may quote carries the run counts it rests on (`n`, `n_a`,
 `n_b`, ...), and every verdict or flag carries the reason that decided it, so the report
@@ -439,7 +439,7 @@ class GraphCheck(_Model):
 
 
 class Findings(_Model):
-    """Everything the report says, computed once (design.md §3)."""
+    """Everything the report says, computed once, so the report only prints it."""
 
     schema_version: int = 1
     plan_hash: str = ""

@@ -25,7 +25,7 @@ from triagebot.model import Cell, Plan, ReproRequest, RunResult
 # --- logs and hints ---------------------------------------------------------------------
 
 
-def _signatures(
+def failure_signatures(
     plan: Plan,
     results: Mapping[str, Sequence[RunResult]],
     logs: Mapping[str, str] | None,
@@ -42,7 +42,7 @@ def _signatures(
     return hits
 
 
-def _hints(
+def outcome_hints(
     plan: Plan,
     cells: Sequence[CellFinding],
     hits: Sequence[SignatureHit],
@@ -99,7 +99,7 @@ def _failed_main_cells(
     return [cells[cid] for cid in dict.fromkeys(needed) if cells[cid].status != "ok"]
 
 
-def _key_claims(
+def key_claims(
     request: ReproRequest | None, comparisons: Sequence[ComparisonFinding],
     against: AgainstReport | None,
 ) -> list[Any]:
@@ -132,7 +132,7 @@ def decide_outcome(
         return "error", f"cells the main question needs have no usable runs: {names}"
     # A stand-in model (the reference engine) answers the report's question, not its
     # numbers: its ratios are not held against the reporter's.
-    claims = [] if plan.stands_in_for else _key_claims(request, comparisons, against)
+    claims = [] if plan.stands_in_for else key_claims(request, comparisons, against)
     if claims:
         if any(c.reproduced is False for c in claims):
             bad = next(c for c in claims if c.reproduced is False)
@@ -254,7 +254,7 @@ def headline(
     return text + ("; " + "; ".join(others) if others else "") + "."
 
 
-def _runner_hints(comparisons: Sequence[ComparisonFinding], margin: float) -> list[Hint]:
+def runner_hints(comparisons: Sequence[ComparisonFinding], margin: float) -> list[Hint]:
     """Drift seen within a comparison, and an A/A pair that differs: what the runner did."""
     out: list[Hint] = []
     for comp in comparisons:
@@ -273,9 +273,9 @@ def _runner_hints(comparisons: Sequence[ComparisonFinding], margin: float) -> li
     return out
 
 
-def _decided_by(request: ReproRequest | None, outcome: Outcome,
-                comparisons: Sequence[ComparisonFinding], claims: Sequence[Any],
-                plan: Plan) -> str:
+def decision_signal(request: ReproRequest | None, outcome: Outcome,
+                    comparisons: Sequence[ComparisonFinding], claims: Sequence[Any],
+                    plan: Plan) -> str:
     """The measurement the outcome rests on, in words, and what explains it."""
     symptom = request.symptom if request else None
     if outcome == "error" or (symptom == "crash" and outcome == "reproduced"):

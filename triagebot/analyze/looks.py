@@ -38,8 +38,9 @@ DEFAULT_NEGLIGIBLE: Final = 0.0
 DESIGN_EFFECT: Final = 0.05
 DESIGN_POWER: Final = 0.99
 # A target beyond max_runs still slows the spending (the last look then gets what is
-# left), up to this many times max_runs: at CV 5 % the target is ~58 runs for a 30-run
-# budget, and spending by n/58 rather than n/30 keeps error for the last look.
+# left), up to this many times max_runs: a noisy comparison's target lies well beyond the
+# budget, and spending by the share of the target rather than of max_runs keeps error for
+# the last look.
 TARGET_CAP: Final = 3
 # Linear in the information fraction; the target, not the shape, decides how early a
 # quiet comparison spends (the bench prints gamma -2 .. +1 beside it).
@@ -48,9 +49,9 @@ GAMMA_DIFFERENT: Final = 0.0
 # from the same runs that the test reads, let more through than the nominal budget: a low
 # noise estimate both inflates |T| and shortens the target, so the look spends more just
 # when a false alarm is likeliest. How much more depends on how many loose-noise looks
-# the spending runs over. A target within the last look closes by then and keeps 85 % of
-# alpha/2 per side; a target beyond it spends a little at every look up to the last and
-# keeps 73 %. Both measure about 1 % over a whole sequence of looks at CV 2-5 %
+# the spending runs over. A target within the last look closes by then and keeps the
+# larger share of alpha/2 per side; a target beyond it spends a little at every look up to
+# the last and keeps less. Both hold the whole sequence of looks to its budget
 # (`bench/stats_power.py` prints these rows with their simulation error).
 SPEND_WITHIN: Final = 0.85
 SPEND_BEYOND: Final = 0.73
@@ -62,7 +63,7 @@ MIN_TARGET: Final = 8
 # The target reads the noise as its upper 60 % confidence limit, not the estimate: with
 # few degrees of freedom a low estimate is often luck, and the same luck inflates |T|, so
 # a target taken at face value would spend fastest exactly when a false alarm is likeliest
-# (bench/stats_power.py measured 1.1 % false alarms that way at CV 5 %, SAME off).
+# (bench/stats_power.py measures the false alarms of that way beside this one).
 SIGMA_QUANTILE: Final = 0.4
 RUN_STEP: Final = 2
 

@@ -1,75 +1,55 @@
-"""What a verdict means, in code (design.md §5): a group-sequential test with equivalence.
+"""What a verdict means, in code: a group-sequential test with equivalence.
 
 The quantity is theta = log(geometric mean of A / geometric mean of B) of per-run
 throughput, estimated with rounds as blocks (`blocks.fit`), with standard error se on df
-degrees of freedom, and T = theta / se.
+degrees of freedom, and T = theta / se. README's "Statistics" section states the design
+and the figures that back it, each measured in `bench/` (`stats_power.py`,
+`pooled_noise.py`, `runner_sim.py`); this docstring says only what the code does and why.
 
-**Error budget**, stated and held over every look however many there are:
+**Error budget**, held over every look however many there are: DIFFERENT when nothing
+changed at most `alpha`, two-sided; SAME when the true ratio is outside the margin at
+most `same_alpha` on each side (TOST, the two one-sided tests of equivalence).
 
-* DIFFERENT when nothing changed: at most ``alpha`` = 1 %, two-sided (0.5 % each way).
-* SAME when the true ratio is outside the margin: at most ``same_alpha`` = 5 % on each
-  side (the two one-sided tests of equivalence testing, TOST).
+**Margin.** SAME means "within ±margin" (`[verdict] margin_pct` in the repo config): the
+size below which a maintainer does not care, stated in the report. The A/A pair measures
+the runner's noise and drift and is reported beside the verdicts; it does not gate them.
 
-**Margin.** SAME means "within ±margin" (default 3 %, `[verdict] margin_pct` in the repo
-config): the practical size below which a maintainer does not care. It is stated in the
-report. The A/A pair no longer gates verdicts; it measures the runner's noise and drift
-and is reported beside them.
+**Looks.** Runs per arm at the looks follow `look_schedule` up to `max_runs`; after the
+plan's first runs every look adds one round (`run/schedule.py`), and a look too close to
+the last is passed over. Both boundaries come from error spending (`sequential.py`),
+carried from z to Student t on the look's degrees of freedom.
 
-**Looks.** Runs per arm at the looks follow `look_schedule` (4, 6, 8, ... up to
-`max_runs`); after the plan's first runs every look adds one round (`run/schedule.py`),
-and a look fewer than 2 runs away is passed over. Both
-boundaries come from error spending (`sequential.py`), carried from z to Student t on the
-look's degrees of freedom.
+* DIFFERENT is information-based (Lan & DeMets; Mehta & Tsiatis; the constants named
+  here are in `looks.py`): its spending clock is the share of the runs the test needs
+  (`target_runs`, the size of a one-look z test that finds a `DESIGN_EFFECT` change,
+  re-estimated at every look from an upper confidence limit of the noise, so a lucky low
+  estimate does not spend early). A quiet comparison
+  spends its error early and stops; a noisy one keeps most of it for the last look.
+  Looks before `MIN_TARGET` runs spend as if the noise were unknown, and once a look
+  reaches its target the test is closed for good. The per-side budget is alpha/2 less a
+  margin (`SPEND_WITHIN`, `SPEND_BEYOND`) that pays for the t carry and for estimating
+  the target from the runs the test reads.
+* SAME spends `same_alpha` with a Pocock-like function of the share of the schedule, so
+  an unchanged build is called SAME as soon as the data allow.
 
-* DIFFERENT is an *information-based* design (Lan & DeMets; Mehta & Tsiatis). Its
-  spending clock is not the share of the budget but the share of the runs the test needs:
-  the target `target_runs` is the size of a one-look z test that finds a 5 % change
-  (`DESIGN_EFFECT`) 99 % of the time, re-estimated at every look from the noise (its
-  upper 60 % confidence limit, so that a lucky low estimate does not spend early). At
-  CV 3 % the target is about 21 runs per arm, so a quiet comparison spends its error by
-  then and stops early; at CV 5 % it is about 58, beyond the 30-run budget, so the early
-  looks spend little and the last look keeps the rest. Looks before `MIN_TARGET` runs
-  spend as if the noise were unknown (the target at its cap). Once a look reaches its
-  target the DIFFERENT test is closed for good (a target that later grows does not
-  reopen it). The per-side budget is alpha/2 less a margin that pays for the t carry and
-  for estimating the target from the same runs the test reads: 85 % of alpha/2 for a
-  target within the last look (`SPEND_WITHIN`), 73 % for one beyond it (`SPEND_BEYOND`),
-  whose spending runs over more looks at which the noise is still loosely known.
-* SAME spends `same_alpha` with a Pocock-like function of the share of the schedule (an
-  unchanged build should be called SAME as soon as the data allow).
+Then, in this order: SAME iff theta ± e_k·se lies inside ±log(1 + margin) (a real
+difference smaller than the margin is SAME, and the report says it is real but small);
+DIFFERENT iff |T| >= c_k; UNKNOWN otherwise. More runs are asked for until the last look,
+except when the DIFFERENT test is closed and the estimate lies outside the margin: only
+SAME could still be reached and the estimate says it will not be, so the comparison stops
+(a futility stop, which can only lower both error rates). Each stopping rule can only
+lower the other's chance, so each bound holds with the other in place (non-binding).
 
-Then, in this order:
+**Negligible band.** By default DIFFERENT tests "no difference at all", so a steady small
+difference is called DIFFERENT whenever it is detected before SAME is. A repo can set
+`[verdict] negligible_pct` (below `margin_pct`): T then measures the distance from the
+band, T = sign(theta)·max(|theta| - log(1 + negligible), 0) / se, testing
+H0: |log ratio| <= log(1 + negligible), at the price of power; the default keeps the band
+at 0 because no setting keeps both (README, "Statistics").
 
-* SAME iff the interval theta ± e_k·se lies inside ±log(1 + margin). A real difference
-  smaller than the margin is SAME: the report says it is real but small.
-* DIFFERENT iff |T| >= c_k.
-* UNKNOWN otherwise. More runs are asked for until the last look, except when the
-  DIFFERENT test is closed and the estimate lies outside the margin: only SAME could
-  still be reached, and the estimate says it will not be, so the comparison stops
-  (a futility stop, which can only lower both error rates).
-
-**Negligible band.** By default DIFFERENT tests "no difference at all", so a real but
-small difference (a steady 1 % between two slots of one machine, say) is called DIFFERENT
-whenever it is detected before SAME is: true, but not what a maintainer asked. A repo can
-set `[verdict] negligible_pct` (below `margin_pct`): T then measures the distance from the
-band, T = sign(theta)·max(|theta| - log(1 + negligible), 0) / se, which tests
-H0: |log ratio| <= log(1 + negligible); a true difference at the band's edge is called
-DIFFERENT at most alpha/2 of the time, by construction. The price is power: a 5 % change
-is judged as 4 % beyond the band. `bench/stats_power.py` proves no setting has both: at
-CV 5 % any procedure that finds +5 % at least 80 % of the time within 30 runs per arm calls
-a real +1 % DIFFERENT at least 1.5 % of the time (Neyman-Pearson on 30 runs), so the
-default keeps the band at 0 and the power.
-
-Stopping for SAME can only lower the chance of a later DIFFERENT, and the other way round,
-so each error bound holds with the other rule in place (non-binding boundaries).
-
-**Whose noise.** se comes from the pair's own runs. Pooling the run-to-run noise over
-every cell of the plan (a cell + round model: 14 instead of 5 degrees of freedom at the
-first look of the 2x2 + A/A plan, with an F-test homogeneity guard and never a smaller
-sigma than the pair's own) was measured on the whole plan as the runner escalates it
-(`bench/pooled_noise.py`, `bench/runner_sim.py`): it saves under one run per arm at CV 3 %,
-loses a little power at CV 5 % and SAME rate, and lets more than 1 % through when one cell
-of the pair is twice as noisy as the rest, so it is not used.
+**Whose noise.** se comes from the pair's own runs. Pooling the noise over every cell of
+the plan was measured and not adopted: it lets too much through when one cell of the pair
+is noisier than the rest.
 
 **Drift.** Rounds alternate their order (ABBA) and are blocks of the model, so drift
 between rounds cancels and a linear drift within rounds cancels over each pair of rounds.

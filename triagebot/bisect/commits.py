@@ -15,7 +15,8 @@ day's start to the new day's end are the candidates. A day's commits on either s
 kept rather than guessed at from a build hour the version may not give.
 
 The wheel index of a commit is the repo's `[bisect] commit_index` template with `{sha}`
-replaced by the full SHA (vLLM: https://wheels.vllm.ai/{sha}).
+replaced by the full SHA (vLLM: https://wheels.vllm.ai/{sha}); the template's form is
+checked where the repo's config is read (`triagebot.repo_config.check_template`).
 """
 
 from __future__ import annotations
@@ -26,25 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 from triagebot.bisect.ranges import BisectError, BisectRange, Direction, build_time
 from triagebot.bisect.rank import CommitInfo
-
-TEMPLATE_MAX = 300
-_FIELD = re.compile(r"\{([^{}]*)\}")
-_URL = re.compile(r"^https?://[A-Za-z0-9.-]+(?::\d{1,5})?(?:/[A-Za-z0-9._~%/{}+-]*)?$")
-
-
-def check_template(template: str) -> str:
-    """`template` when it is an http(s) URL with `{sha}` exactly once and no other field;
-    otherwise a ValueError that says what to write."""
-    if len(template) > TEMPLATE_MAX:
-        raise ValueError(f"has {len(template)} characters; at most {TEMPLATE_MAX}")
-    fields = _FIELD.findall(template)
-    if fields.count("sha") != 1 or len(fields) != 1 or template.count("{") != 1:
-        raise ValueError("needs {sha} exactly once and no other {...} field, as in "
-                         "https://wheels.vllm.ai/{sha}")
-    if not _URL.match(template):
-        raise ValueError("not an http(s) URL of a package index, as in "
-                         "https://wheels.vllm.ai/{sha}")
-    return template
+from triagebot.repo_config import check_template
 
 
 def index_for(template: str, sha: str) -> str:

@@ -4,7 +4,7 @@ between the release tags around it, for the commit level and for ranked candidat
 The pure part (`window`, `commit_plan`, `ranked`) takes the compare answer as our GitHub
 client returns it; `CompareReader` does the reading. The CLI reads with the user's token;
 the service reads on the triage side (the runner holds no GitHub credentials) and hands
-the runner the answer (`triagebot.bisect.service`).
+the runner the answer (`triagebot.workers.triage_bisect`).
 """
 
 from __future__ import annotations

@@ -33,6 +33,8 @@ from triagebot.bisect.search import Outcome, Step
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Plan, PlanPolicy, ReproRequest
 from triagebot.overrides import ReproOptions
+from triagebot.plan import build_plan
+from triagebot.render import RenderError, render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE, Event, RunCancelled, RunSettings, execute
 from triagebot.run.provision import ProvisionError, provision
@@ -164,8 +166,6 @@ def _plan(point: str, request: ReproRequest, options: ReproOptions, *, level: Le
     """The report's plan at `point`. A nightly or commit has no release table of its own:
     it is planned with the nearest release's keys (`plan_version` for a commit) and
     installs the point itself."""
-    from triagebot.plan import build_plan
-
     opts = options.model_copy(update={"version": plan_version or point})
     plan = build_plan(request, opts, budget=budget, policy=policy, exact_version=True)
     if level != "release":
@@ -185,8 +185,6 @@ def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: l
              level: Level = "release", plan_version: str | None = None,
              commit_index: str = "") -> Step:
     """One step: plan, provision, run, judge. Never raises for a bad build."""
-    from triagebot.render import RenderError, render_plan
-
     started = time.monotonic()
     try:
         plan = _plan(point, request, options, level=level, plan_version=plan_version,

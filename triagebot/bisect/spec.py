@@ -1,5 +1,5 @@
 """What a bisect job asks: pure, so the decisions and the job record can name it without
-loading the Redis side (`triagebot.bisect.service`)."""
+loading the Redis side (`triagebot.workers.runner_bisect`)."""
 
 from __future__ import annotations
 

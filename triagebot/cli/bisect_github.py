@@ -46,14 +46,14 @@ class GitHubSide:
 
     def _repo_template(self) -> str | None:
         from triagebot.github.errors import GitHubError
-        from triagebot.repo_config import PATH, RepoConfigError, parse_repo_config
+        from triagebot.repo_config import CONFIG_PATH, RepoConfigError, parse_repo_config
 
         assert self.reader is not None and self.repo is not None
         try:
-            text = self.reader.gh.file_text(self.repo, PATH)
+            text = self.reader.gh.file_text(self.repo, CONFIG_PATH)
             return parse_repo_config(text).bisect.commit_index if text else None
         except GitHubError as exc:
-            self.log(f"cannot read {self.repo}'s {PATH}: {exc}")
+            self.log(f"cannot read {self.repo}'s {CONFIG_PATH}: {exc}")
         except RepoConfigError as exc:
             self.log(f"{self.repo}'s {exc}; per-commit bisect is off")
         return None

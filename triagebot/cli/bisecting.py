@@ -73,7 +73,6 @@ def bisect_command(
 ) -> None:
     from triagebot.bisect import envs, hints, predicate, ranges, shas
     from triagebot.bisect import start as starts
-    from triagebot.bisect.commits import check_template
     from triagebot.bisect.render import render_section
     from triagebot.bisect.runner import BisectRun, BisectSettings, Deeper, FileStore, bisect
     from triagebot.cli.base import read_report
@@ -82,6 +81,7 @@ def bisect_command(
     from triagebot.errors import PlanRejected
     from triagebot.parse import parse_report
     from triagebot.plan import build_plan
+    from triagebot.repo_config import check_template
     from triagebot.run.orchestrate import DEFAULT_CACHE
     from triagebot.run.provision import ProvisionError
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from triagebot.github.events import ThreadEvent
 from triagebot.github.models import Thread
 from triagebot.jobs.record import JobRecord
 from triagebot.repo_config import RepoConfig
-from triagebot.web.events import ThreadEvent
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,7 @@ from triagebot.jobs.record import JobRecord, job_id
 from triagebot.overrides import ReproOptions
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
-from triagebot.repo_config import merge_options
-
-CONFIG_PATH = ".github/triagebot.toml"
+from triagebot.repo_config import CONFIG_PATH, merge_options
 
 
 def decide(command: Command, facts: Facts) -> list[Action]:

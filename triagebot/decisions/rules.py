@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from triagebot.commands import Command, CommandError, new_commands, parse_comment
+from triagebot.github.events import Actor, ThreadEvent
 from triagebot.model import Plan
 from triagebot.repo_config import RepoConfig
-from triagebot.web.events import Actor, ThreadEvent
 
 # Collaborator permissions that may start GPU work (maintain reports as write in
 # `permission` and as maintain in `role_name`; both count).

@@ -5,6 +5,8 @@ threads (`thread`), comparisons and commits read whole (`compare`), the sticky r
 comment found by its hidden marker and the bot's login (`comments`, `markers`),
 reactions, labels, permission and team checks, repo files (`client`). Every call retries
 what is safe to retry, honours rate limits, and takes the installation's write turn where
-one is given (`calls`). `models` holds the plain
-`Thread` the decisions read; nothing is imported here, so reading it loads no PyGithub.
+one is given (`calls`). `models` holds the plain `Thread` the decisions read, and
+`events` the webhook payloads normalised into the `ThreadEvent` that the ingress, the
+decisions and the workers all read; both are pure. Nothing is imported here, so reading
+them loads no PyGithub.
 """

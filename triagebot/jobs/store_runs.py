@@ -5,23 +5,54 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import redis
 
-from triagebot.jobs.record import (
-    JobError,
-)
-from triagebot.jobs.store_records import _RecordStore, _slot_order, text_of
+from triagebot.jobs.record import JobError
+from triagebot.jobs.store_keys import StoreKeys, text_of
 from triagebot.model import RunResult
 
+_REFRESH = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
 
-class _RunStore(_RecordStore):
-    """What a worker does with a job it runs: claims, the lock, results."""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+_PUT_IF_OWNER = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1
+"""
+
+
+def slot_order(field: str) -> tuple[str, int]:
+    """A stored run's place: its cell, then its round (`<cell>-r<round>`)."""
+    cell, _, round_ = field.partition("-r")
+    return cell, int(round_) if round_.isdigit() else 0
+
+
+class JobRuns:
+    """What a worker does with a job it runs: claims, the lock, results and the report."""
+
+    def __init__(self, keys: StoreKeys, beat: Callable[[str], object]) -> None:
+        self.keys = keys
+        self.settings = keys.settings
+        self.redis = keys.redis
+        self.beat = beat  # records the heartbeat on the job's record
+        self._refresh = self.redis.register_script(_REFRESH)
+        self._release = self.redis.register_script(_RELEASE)
+        self._put_if_owner = self.redis.register_script(_PUT_IF_OWNER)
 
     # --- short claims: one actor does a step that must not be done twice ---------------------
     @contextmanager
@@ -31,7 +62,7 @@ class _RunStore(_RecordStore):
         The claim is released on exit (only if still ours); a holder that dies leaves it to
         expire after `ttl_s`, so a retry or redelivery can finish the step.
         """
-        key = self._k("claim", *parts)
+        key = self.keys.k("claim", *parts)
         token = uuid.uuid4().hex
         ours = bool(self.redis.set(key, token, nx=True, ex=ttl_s))
         try:
@@ -43,24 +74,24 @@ class _RunStore(_RecordStore):
     # --- the lock a worker holds while it runs a job ----------------------------------------
     def acquire(self, id_: str) -> str | None:
         """A fencing token when the job is free, None when a live worker holds it."""
-        fence = self.redis.incr(self._job(id_, "fence"))
-        self.redis.expire(self._job(id_, "fence"), self.settings.job_ttl_s)
+        fence = self.redis.incr(self.keys.job(id_, "fence"))
+        self.redis.expire(self.keys.job(id_, "fence"), self.settings.job_ttl_s)
         token = f"{fence}:{uuid.uuid4().hex}"
         ttl_ms = int(self.settings.lock_ttl_s * 1000)
-        if self.redis.set(self._job(id_, "lock"), token, nx=True, px=ttl_ms):
+        if self.redis.set(self.keys.job(id_, "lock"), token, nx=True, px=ttl_ms):
             return token
         return None
 
     def refresh(self, id_: str, token: str) -> bool:
         ttl_ms = int(self.settings.lock_ttl_s * 1000)
-        return bool(self._refresh(keys=[self._job(id_, "lock")], args=[token, ttl_ms]))
+        return bool(self._refresh(keys=[self.keys.job(id_, "lock")], args=[token, ttl_ms]))
 
     def release(self, id_: str, token: str) -> None:
-        self._release(keys=[self._job(id_, "lock")], args=[token])
+        self._release(keys=[self.keys.job(id_, "lock")], args=[token])
 
     def lock_ttl(self, id_: str) -> float:
         """Seconds until the current lock expires (0 when nobody holds it)."""
-        ms = self.redis.pttl(self._job(id_, "lock"))
+        ms = self.redis.pttl(self.keys.job(id_, "lock"))
         return max(0.0, ms / 1000) if ms and ms > 0 else 0.0
 
     @contextmanager
@@ -69,19 +100,19 @@ class _RunStore(_RecordStore):
         lost = threading.Event()
         done = threading.Event()
 
-        def beat() -> None:
+        def keep_alive() -> None:
             while not done.wait(self.settings.heartbeat_s):
                 try:
                     if not self.refresh(id_, token):
                         lost.set()
                         return
-                    self.set(id_, heartbeat_at=time.time())
+                    self.beat(id_)
                 except (redis.RedisError, JobError):
                     # A blip: the lock outlives a few missed beats; give up only when it is
                     # really gone, which the next successful refresh reports.
                     continue
 
-        thread = threading.Thread(target=beat, name=f"heartbeat-{id_}", daemon=True)
+        thread = threading.Thread(target=keep_alive, name=f"heartbeat-{id_}", daemon=True)
         thread.start()
         try:
             yield lost
@@ -94,18 +125,18 @@ class _RunStore(_RecordStore):
                    result: RunResult) -> bool:
         """Keep a finished run, only while `token` still owns the job."""
         return bool(self._put_if_owner(
-            keys=[self._job(id_, "lock"), self._job(id_, "results")],
+            keys=[self.keys.job(id_, "lock"), self.keys.job(id_, "results")],
             args=[token, f"{cell_id}-r{round_}", result.model_dump_json(),
                   self.settings.job_ttl_s]))
 
     def get_result(self, id_: str, cell_id: str, round_: int) -> RunResult | None:
-        raw = self.redis.hget(self._job(id_, "results"), f"{cell_id}-r{round_}")
+        raw = self.redis.hget(self.keys.job(id_, "results"), f"{cell_id}-r{round_}")
         return RunResult.model_validate_json(raw) if raw is not None else None
 
     def results(self, id_: str) -> dict[str, list[RunResult]]:
         out: dict[str, list[RunResult]] = {}
-        stored = self.redis.hgetall(self._job(id_, "results"))
-        for field in sorted(stored, key=lambda f: _slot_order(text_of(f))):
+        stored = self.redis.hgetall(self.keys.job(id_, "results"))
+        for field in sorted(stored, key=lambda f: slot_order(text_of(f))):
             cell_id = text_of(field).split("-r")[0]
             out.setdefault(cell_id, []).append(RunResult.model_validate_json(stored[field]))
         return out
@@ -113,14 +144,14 @@ class _RunStore(_RecordStore):
     def save_report(self, id_: str, findings_json: str, report: str) -> None:
         ttl = self.settings.job_ttl_s
         pipe = self.redis.pipeline()
-        pipe.set(self._job(id_, "findings"), findings_json, ex=ttl)
-        pipe.set(self._job(id_, "report"), report, ex=ttl)
+        pipe.set(self.keys.job(id_, "findings"), findings_json, ex=ttl)
+        pipe.set(self.keys.job(id_, "report"), report, ex=ttl)
         pipe.execute()
 
     def report(self, id_: str) -> str | None:
-        raw = self.redis.get(self._job(id_, "report"))
+        raw = self.redis.get(self.keys.job(id_, "report"))
         return text_of(raw) if raw is not None else None
 
     def findings(self, id_: str) -> dict[str, Any] | None:
-        raw = self.redis.get(self._job(id_, "findings"))
+        raw = self.redis.get(self.keys.job(id_, "findings"))
         return json.loads(raw) if raw is not None else None

@@ -20,18 +20,18 @@ from triagebot.plan import defaults as D
 from triagebot.plan import mlx_cpu as M
 from triagebot.plan.axes import AXIS_ORDER
 from triagebot.plan.base_fields import (
-    _NOT_SPEED,
-    _base_fields,
-    _budget,
-    _check_cells,
-    _cpu_fields,
-    _engine,
-    _gpu_kind,
-    _note_remote_code,
-    _note_stand_in_version,
-    _wants_spec,
+    NOT_SPEED,
+    base_fields_for,
+    budget_with_options,
+    check_cells,
+    choose_engine,
+    choose_gpu_kind,
+    cpu_fields,
+    note_remote_code,
+    note_stand_in_version,
+    wants_spec,
 )
-from triagebot.plan.cells import _axes, _fit_time_limit, _matrix, _question
+from triagebot.plan.cells import build_matrix, fit_time_limit, plan_axes, plan_question
 
 __all__ = ["PlanRejected", "build_plan", "plan_hash"]
 
@@ -49,30 +49,30 @@ def build_plan(
     options = options or ReproOptions()
     policy = policy or PlanPolicy()
     choices = D.Choices()
-    engine_name = _engine(request, options, choices)
+    engine_name = choose_engine(request, options, choices)
     engine = adapter(engine_name)
     reported_version = request.engine_version if request.engine == engine_name else None
     version = engine.resolve_version(options.version or reported_version)
     if version and not options.version and not reported_version:
         choices.default("engine_version", version, "the report names no version; the "
                         "newest release triagebot knows")
-    _note_stand_in_version(engine_name, options.version or reported_version, version, choices)
-    if request.symptom in _NOT_SPEED:
-        choices.note(_NOT_SPEED[request.symptom])
+    note_stand_in_version(engine_name, options.version or reported_version, version, choices)
+    if request.symptom in NOT_SPEED:
+        choices.note(NOT_SPEED[request.symptom])
     on_cpu = engine_name == "vllm" and options.gpu == C.RUNNER
     # vllm-mlx on MLX's CPU build (plan/mlx_cpu.py); `on_cpu` stays vLLM's.
     mlx_cpu = engine_name == "vllm-mlx" and options.gpu == C.RUNNER
-    budget = _budget(budget or Budget(), options)
+    budget = budget_with_options(budget or Budget(), options)
     if on_cpu and not exact_version:
         assert version is not None
-        version = C.choose_release(version, _wants_spec(request, options),
+        version = C.choose_release(version, wants_spec(request, options),
                                    vllm_cpu.locked_releases(), choices)
     if mlx_cpu and not exact_version:
         assert version is not None
         version = M.choose_release(version, vllm_mlx_cpu.locked_releases(), choices)
 
-    base, context = _base_fields(request, options, engine_name, version, choices,
-                                 policy=policy, standin=on_cpu or mlx_cpu)
+    base, context = base_fields_for(request, options, engine_name, version, choices,
+                                    policy=policy, standin=on_cpu or mlx_cpu)
     if mlx_cpu:
         M.cpu_fields(request, options, base, context, choices)
         budget = M.budget(budget, options.runs is not None, options.warmups is not None)
@@ -80,25 +80,25 @@ def build_plan(
         budget = C.budget(budget, base["workload"].kind == "serve", options.runs is not None,
                           options.warmups is not None)
     if on_cpu:
-        _cpu_fields(request, options, base, context, choices)
-    axes = _axes(request, options, engine_name, base, context, choices)
+        cpu_fields(request, options, base, context, choices)
+    axes = plan_axes(request, options, engine_name, base, context, choices)
     if on_cpu:
         C.notes(choices, any(a.name == "graph" for a in axes), budget.max_runs)
     primary = min(range(len(axes)), key=lambda i: AXIS_ORDER.index(axes[i].name)) if axes else 0
 
-    cells, comparisons = _matrix(engine, base, context, axes, primary)
-    _check_cells(cells, budget)
-    cells, comparisons, budget, estimate = _fit_time_limit(
+    cells, comparisons = build_matrix(engine, base, context, axes, primary)
+    check_cells(cells, budget)
+    cells, comparisons, budget, estimate = fit_time_limit(
         engine, base, context, axes, primary, cells, comparisons, budget, options, choices,
         estimator=(C.estimate_seconds if on_cpu else M.estimate_seconds if mlx_cpu
                    else engine.estimate_seconds))
-    _note_remote_code(request, cells, choices)
+    note_remote_code(request, cells, choices)
 
     plan = Plan(
         engine=engine_name,
         engine_version=version,
-        gpu_kind=_gpu_kind(request, options, engine_name, choices),
-        question=_question(request, axes, primary, base, context, engine_name, version),
+        gpu_kind=choose_gpu_kind(request, options, engine_name, choices),
+        question=plan_question(request, axes, primary, base, context, engine_name, version),
         cells=cells,
         comparisons=comparisons,
         budget=budget,

@@ -30,7 +30,7 @@ _SPEC_KEYS = {"method", "model", "num_speculative_tokens"}
 # --- engine, version, budget -------------------------------------------------------------
 
 
-def _engine(request: ReproRequest, options: ReproOptions, choices: D.Choices) -> str:
+def choose_engine(request: ReproRequest, options: ReproOptions, choices: D.Choices) -> str:
     if options.engine:
         return options.engine
     if request.engine in SUPPORTED:
@@ -44,7 +44,7 @@ def _engine(request: ReproRequest, options: ReproOptions, choices: D.Choices) ->
 
 
 # Symptoms whose question is not "how fast": the plan is the same matrix, read differently.
-_NOT_SPEED = {
+NOT_SPEED = {
     "crash": "the report is a crash, not a slowdown: the runs are a crash check, and each "
              "cell's status and log signatures (not its timings) answer it",
     "accuracy": "the report is about outputs, not speed: greedy cells are compared token "
@@ -52,8 +52,8 @@ _NOT_SPEED = {
 }
 
 
-def _note_stand_in_version(engine: str, asked: str | None, version: str | None,
-                           choices: D.Choices) -> None:
+def note_stand_in_version(engine: str, asked: str | None, version: str | None,
+                          choices: D.Choices) -> None:
     """Say when the plan runs a release other than the one named (an unknown patch, a
     dev build, a release older or newer than triagebot's table)."""
     if not asked or not version:
@@ -67,7 +67,7 @@ def _note_stand_in_version(engine: str, asked: str | None, version: str | None,
                      "build is not what runs")
 
 
-def _budget(budget: Budget, options: ReproOptions) -> Budget:
+def budget_with_options(budget: Budget, options: ReproOptions) -> Budget:
     update: dict[str, int] = {}
     if options.runs is not None:
         if options.runs > budget.max_runs:
@@ -79,7 +79,7 @@ def _budget(budget: Budget, options: ReproOptions) -> Budget:
     return budget.model_copy(update=update)
 
 
-def _check_cells(cells: list[Cell], budget: Budget) -> None:
+def check_cells(cells: list[Cell], budget: Budget) -> None:
     if len(cells) > budget.max_cells:
         raise PlanRejected(
             f"the plan needs {len(cells)} cells (including the A/A duplicate) but the "
@@ -87,8 +87,8 @@ def _check_cells(cells: list[Cell], budget: Budget) -> None:
             field="budget")
 
 
-def _gpu_kind(request: ReproRequest, options: ReproOptions, engine: str,
-              choices: D.Choices) -> str:
+def choose_gpu_kind(request: ReproRequest, options: ReproOptions, engine: str,
+                    choices: D.Choices) -> str:
     if options.gpu:
         return options.gpu
     if engine == "transformers":
@@ -116,9 +116,9 @@ def _model_id(value: str, field: str) -> str:
                            field=field) from None
 
 
-def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
-                 version: str | None, choices: D.Choices, *, policy: PlanPolicy,
-                 standin: bool = False) -> tuple[dict[str, Any], PlanContext]:
+def base_fields_for(request: ReproRequest, options: ReproOptions, engine: str,
+                    version: str | None, choices: D.Choices, *, policy: PlanPolicy,
+                    standin: bool = False) -> tuple[dict[str, Any], PlanContext]:
     reported_model = request.models[0] if request.models else None
     draft = options.draft or (request.draft_models[0] if request.draft_models else None)
     if engine == "transformers" and not options.model:
@@ -139,7 +139,7 @@ def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
     base: dict[str, Any] = {
         "engine": engine,
         "version": version,
-        # A stand-in replaces the model on the cpu runner (_cpu_fields).
+        # A stand-in replaces the model on the cpu runner (cpu_fields).
         "model": model_id,
         "tensor_parallel_size": options.tp or request.tensor_parallel_size or 1,
         "data_parallel_size": request.data_parallel_size or 1,
@@ -177,14 +177,14 @@ def _base_fields(request: ReproRequest, options: ReproOptions, engine: str,
     return base, context
 
 
-def _wants_spec(request: ReproRequest, options: ReproOptions) -> bool:
+def wants_spec(request: ReproRequest, options: ReproOptions) -> bool:
     if options.spec:
         return any(c.method is not None for c in options.spec)
     return request.spec_method is not None or bool(options.num_speculative_tokens)
 
 
-def _cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any],
-                context: PlanContext, choices: D.Choices) -> None:
+def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any],
+               context: PlanContext, choices: D.Choices) -> None:
     """Stand-in models, a CPU-sized workload and what a GPU run would have set, for
     vLLM's CPU build."""
     reported = request.models[0] if request.models else None
@@ -226,7 +226,7 @@ def _cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, An
     base.pop("cudagraph_mode", None)
 
 
-def _note_remote_code(request: ReproRequest, cells: list[Cell], choices: D.Choices) -> None:
+def note_remote_code(request: ReproRequest, cells: list[Cell], choices: D.Choices) -> None:
     """Say which models run their own code, and how to allow it where the report used it."""
     asked = any(arm.settings.get("trust_remote_code") for arm in request.arms)
     for model in dict.fromkeys(c.model for c in cells):

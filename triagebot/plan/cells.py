@@ -54,9 +54,9 @@ _AXIS_MODES = {"graph": {"eager", "graph"}, "encoder_graph": {"vit_eager", "vit_
 # --- axes and cells ------------------------------------------------------------------------
 
 
-def _axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[str, Any],
-          context: PlanContext,
-          choices: D.Choices) -> list[Axis]:
+def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[str, Any],
+              context: PlanContext,
+              choices: D.Choices) -> list[Axis]:
     spec = spec_levels(request, options, context.draft, choices)
     _require_drafts(spec, request, engine)
     spec_on = any(lv.fields.get("spec") for lv in spec)
@@ -100,8 +100,8 @@ def _axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[
     return kept
 
 
-def _matrix(engine: EngineAdapter, base: dict[str, Any], context: PlanContext, axes: list[Axis],
-            primary: int) -> tuple[list[Cell], list[Comparison]]:
+def build_matrix(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
+                 axes: list[Axis], primary: int) -> tuple[list[Cell], list[Comparison]]:
     """Every combination of the axes' levels, plus an A/A duplicate of the focus cell."""
     cells: list[Cell] = []
     grid: dict[tuple[str, ...], str] = {}
@@ -123,12 +123,12 @@ MIN_RUNS = 3
 MIN_MAX_TOKENS = 128
 
 
-def _fit_time_limit(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
-                    axes: list[Axis],
-                    primary: int, cells: list[Cell], comparisons: list[Comparison],
-                    budget: Budget, options: ReproOptions, choices: D.Choices,
-                    estimator: Callable[[Cell, Budget], float],
-                    ) -> tuple[list[Cell], list[Comparison], Budget, float]:
+def fit_time_limit(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
+                   axes: list[Axis],
+                   primary: int, cells: list[Cell], comparisons: list[Comparison],
+                   budget: Budget, options: ReproOptions, choices: D.Choices,
+                   estimator: Callable[[Cell, Budget], float],
+                   ) -> tuple[list[Cell], list[Comparison], Budget, float]:
     """Shrink the workload until the plan fits the time limit, and say what was shrunk.
 
     Prompts go first (they multiply every run), then new tokens, then runs per cell,
@@ -152,7 +152,7 @@ def _fit_time_limit(engine: EngineAdapter, base: dict[str, Any], context: PlanCo
                 f"{budget.time_limit_s / 60:.0f} min even with the workload shrunk; narrow "
                 "spec=/modes=, or lower runs=, max_tokens= or prompts=", field="budget")
         budget = shrunk
-        cells, comparisons = _matrix(engine, base, context, axes, primary)
+        cells, comparisons = build_matrix(engine, base, context, axes, primary)
         estimate = estimate_of(cells, budget)
     end = (base["workload"].num_prompts, base["sampling"].max_tokens, budget.runs)
     if end != start:
@@ -275,9 +275,9 @@ def _levels_of(axes: list[Axis], cell: Cell) -> list[tuple[Axis, Level]]:
     return [(a, next(lv for lv in a.levels if lv.name == cell.varies[a.name])) for a in axes]
 
 
-def _question(request: ReproRequest, axes: list[Axis], primary: int, base: dict[str, Any],
-              context: PlanContext,
-              engine: str, version: str | None) -> str:
+def plan_question(request: ReproRequest, axes: list[Axis], primary: int, base: dict[str, Any],
+                  context: PlanContext,
+                  engine: str, version: str | None) -> str:
     model = base["model"]
     if context.stands_in_for:
         model = f"{model} (standing in for {context.stands_in_for})"

@@ -2,7 +2,7 @@
 
 Templates live in `repro_templates/<engine>/<workload>.py.j2`. Each renders one
 self-contained Python script that runs warm-ups and measured runs for one cell and
-writes a RunResult (design.md §3) to `$TRIAGEBOT_RESULT`.
+writes a RunResult (`triagebot/model.py`) to `$TRIAGEBOT_RESULT`.
 """
 
 from __future__ import annotations

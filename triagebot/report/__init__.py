@@ -1,4 +1,4 @@
-"""Findings -> one markdown comment (design.md §1 step 6).
+"""Findings -> one markdown comment: the report the CLI prints and the bot posts.
 
 The layout lives in `templates/report.md.j2`. Everything the template prints is built
 here and passes through `markdown.py` first; the jinja environment's `finalize` refuses

@@ -20,10 +20,6 @@ def neutralize_mentions(text: str) -> str:
     return _MENTION.sub("@" + ZWJ, text)
 
 
-def escape_html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]{}<>|#~!])")
 
 

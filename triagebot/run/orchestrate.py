@@ -1,6 +1,6 @@
 """One plan, start to finish on this machine: provision, run in rounds, escalate, analyse.
 
-The rounds follow design.md §5: every cell measures its share of the budget in two
+The rounds follow README's "Statistics": every cell measures its share of the budget in two
 mirrored rounds (A B | B A, `schedule.mirrored_rounds`); while a comparison is UNKNOWN and
 the budget allows, the cells it compares run again up to the next look of the sequential
 test, in one round that mirrors the order of the round before, or repeats it where the

@@ -31,7 +31,7 @@ def readyz(request: Request) -> JSONResponse:
     settings = service.settings
     max_age = settings.worker_heartbeat_max_age_s
     try:
-        beats = service.jobs.worker_beats()
+        beats = service.jobs.counters.worker_beats()
     except redis.RedisError as exc:
         return JSONResponse({"ok": False, "reason": f"redis unreachable ({type(exc).__name__})"},
                             status_code=503)

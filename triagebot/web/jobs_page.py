@@ -58,7 +58,7 @@ def _load(service: Service, id_: str,
         if record is None or not may_view(service.settings, record, key):
             raise HTTPException(status_code=404, detail="no such job")
         ahead = service.jobs.queued_ahead(record) if record.state == "queued" else None
-        return record, service.jobs.report(id_), ahead
+        return record, service.jobs.runs.report(id_), ahead
     except redis.RedisError:
         raise HTTPException(status_code=503, detail="the job store is unavailable") from None
 
@@ -71,8 +71,8 @@ def _view(service: Service, record: JobRecord, report: str | None) -> JobView:
         plan = None
     try:
         stored = {cell: sum(len(r.runs) for r in results)
-                  for cell, results in store.results(record.id).items()}
-        findings = store.findings(record.id)
+                  for cell, results in store.runs.results(record.id).items()}
+        findings = store.runs.findings(record.id)
     except redis.RedisError:
         raise HTTPException(status_code=503, detail="the job store is unavailable") from None
     return job_view(record, plan, stored, findings, report)

@@ -72,7 +72,7 @@ class RedisCollector(Collector):
 
     def _read(self, store: JobStore) -> Iterator[Metric]:
         jobs = GaugeMetricFamily("triagebot_jobs", "Jobs by state", labels=["state"])
-        for state, count in store.count_by_state().items():
+        for state, count in store.counters.count_by_state().items():
             jobs.add_metric([state], count)
         yield jobs
 
@@ -81,10 +81,10 @@ class RedisCollector(Collector):
         queues = [task_queues.TRIAGE_QUEUE, *(self.settings.queue_for(k)
                                         for k in self.settings.gpu_kinds)]
         for queue in queues:
-            depth.add_metric([queue], store.queue_depth(queue))
+            depth.add_metric([queue], store.counters.queue_depth(queue))
         yield depth
 
-        per_bucket, total, _count = store.cell_histogram()
+        per_bucket, total, _count = store.counters.cell_histogram()
         cumulative = 0
         buckets: list[tuple[str, float]] = []
         for bound in CELL_BUCKETS:
@@ -98,7 +98,7 @@ class RedisCollector(Collector):
         outcomes = CounterMetricFamily("triagebot_job_outcomes",
                                        "Finished jobs by the outcome of their report",
                                        labels=["outcome"])
-        for outcome, count in store.count_by_outcome().items():
+        for outcome, count in store.counters.count_by_outcome().items():
             outcomes.add_metric([outcome], count)
         yield outcomes
 
@@ -109,7 +109,7 @@ class RedisCollector(Collector):
         yield failed
 
         max_age = self.settings.worker_heartbeat_max_age_s
-        alive = sum(1 for age in store.workers().values() if age <= max_age)
+        alive = sum(1 for age in store.counters.workers().values() if age <= max_age)
         workers = GaugeMetricFamily("triagebot_workers",
                                     "Workers with a recent heartbeat")
         workers.add_metric([], alive)

@@ -26,6 +26,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from triagebot.github.events import EventError, ThreadEvent, normalise, worth_queueing
 from triagebot.settings import Settings
 from triagebot.web.body import (
     BadContentLength,
@@ -36,7 +37,6 @@ from triagebot.web.body import (
 )
 from triagebot.web.deliveries import DELIVERY_ID
 from triagebot.web.deps import service_of
-from triagebot.web.events import EventError, ThreadEvent, normalise, worth_queueing
 from triagebot.web.service import Service
 from triagebot.web.signature import Verifier, claimed
 from triagebot.web.task_message import task_message

@@ -25,6 +25,7 @@ from triagebot.report import render_report
 from triagebot.run.orchestrate import Event, RunCancelled, RunSettings, execute
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
+from triagebot.workers.runner_bisect import run_bisect_job
 
 log = logging.getLogger(__name__)
 
@@ -40,12 +41,12 @@ class StoredSlots:
         self.token = token
 
     def get(self, cell_id: str, round_: int) -> RunResult | None:
-        return self.store.get_result(self.job_id, cell_id, round_)
+        return self.store.runs.get_result(self.job_id, cell_id, round_)
 
     def put(self, cell_id: str, round_: int, result: RunResult, wall_s: float) -> None:
-        self.store.put_result(self.job_id, self.token, cell_id, round_, result)
+        self.store.runs.put_result(self.job_id, self.token, cell_id, round_, result)
         if wall_s > 0:
-            self.store.observe_cell(wall_s)
+            self.store.counters.observe_cell(wall_s)
 
 
 class JobRunner:
@@ -66,13 +67,13 @@ class JobRunner:
             self.store.move(id_, "cancelled")
             self._publish(id_)
             return "cancelled"
-        token = self.store.acquire(id_)
+        token = self.store.runs.acquire(id_)
         if token is None:
             return "locked"
         try:
             return self._run_owned(id_, token)
         finally:
-            self.store.release(id_, token)
+            self.store.runs.release(id_, token)
 
     def _run_owned(self, id_: str, token: str) -> Attempt:
         job = self.store.set(id_, attempts=self.store.require(id_).attempts + 1)
@@ -86,11 +87,9 @@ class JobRunner:
         started = time.monotonic()
         plan = self.store.plan(id_)
         try:
-            with self.store.heartbeat(id_, token) as lost:
+            with self.store.runs.heartbeat(id_, token) as lost:
                 stop = _Stop(self.store, id_, lost.is_set)
                 if job.bisect is not None:
-                    from triagebot.bisect.service import run_bisect_job
-
                     run_bisect_job(self, id_, job, stop)
                     return "ran"
                 scripts = render_plan(plan)
@@ -123,13 +122,13 @@ class JobRunner:
                 self._publish(id_)
             return "ran"
         finally:
-            self.store.add_gpu_seconds(job.repo, time.monotonic() - started)
+            self.store.counters.add_gpu_seconds(job.repo, time.monotonic() - started)
         job = self.store.require(id_)
         command = shlex.join(["triagebot", "repro",
                               self.settings.thread_url(job.repo, job.number),
                               *job.command.split()[1:]])
         report = render_report(plan, execution.findings, scripts=scripts, command=command)
-        self.store.save_report(id_, execution.findings.model_dump_json(), report)
+        self.store.runs.save_report(id_, execution.findings.model_dump_json(), report)
         self.store.move(id_, "done", outcome=execution.findings.outcome,
                         headline=execution.findings.headline, eta_s=0.0)
         self._publish(id_)

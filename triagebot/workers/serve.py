@@ -112,6 +112,6 @@ def _heartbeat(settings: Settings, name: str, queues: list[str], health: Health,
     while True:
         # Redis away: readiness shows it; keep trying.
         with contextlib.suppress(redis.RedisError):
-            store.worker_alive(name.replace(":", "_"), ttl, queues, health.problem)
+            store.counters.worker_alive(name.replace(":", "_"), ttl, queues, health.problem)
         if stop.wait(interval):
             return

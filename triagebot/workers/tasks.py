@@ -23,10 +23,10 @@ from celery import Celery, Task
 
 from triagebot.github.client import GitHubClient
 from triagebot.github.errors import GitHubError
+from triagebot.github.events import ThreadEvent
 from triagebot.jobs.deliveries import DeliveryLog, FailedEvent
 from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings, SettingsError
-from triagebot.web.events import ThreadEvent
 from triagebot.workers import task_queues
 from triagebot.workers.retry_policy import MAX_FAILURES, next_try
 from triagebot.workers.runner import JobRunner
@@ -155,7 +155,7 @@ def register(app: Celery) -> None:
         if outcome == "locked":
             # Another worker holds the job, or one died holding it: look again once the
             # lock would have expired.
-            raise self.retry(countdown=store().lock_ttl(job_id) + 1)
+            raise self.retry(countdown=store().runs.lock_ttl(job_id) + 1)
         return outcome
 
     @app.task(name=task_queues.CANARY)

@@ -4,8 +4,9 @@ For a comment it gathers the facts its commands need (repo config, permission, t
 thread, its jobs), lets `triagebot.decisions` decide, and applies the actions
 idempotently. It also turns a finished (or progressing) job into edits of the job's one
 comment. GPU workers never hold GitHub credentials; they leave results in Redis and ask
-for a `publish` here. `triage_facts` gathers what a decision is given and `triage_jobs`
-does the work on jobs; `Triage` below handles the events.
+for a `publish` here. Every step is given one `TriageContext` (settings, job store,
+Celery, GitHub): `triage_facts` gathers what a decision is given, `triage_jobs` does the
+work on jobs, and `Triage` below handles the events.
 """
 
 from __future__ import annotations
@@ -14,20 +15,30 @@ import hashlib
 import logging
 
 import redis
+from celery import Celery
 
 from triagebot import decisions
 from triagebot.commands import Command
 from triagebot.decisions import replies as words
 from triagebot.decisions import rules
 from triagebot.decisions.actions import Action, CancelJobs, React, Refuse, Reply, StartJob
-from triagebot.decisions.repro import CONFIG_PATH
 from triagebot.github.client import GitHubClient
 from triagebot.github.errors import GitHubError
-from triagebot.jobs.store import text_of
+from triagebot.github.events import ThreadEvent
+from triagebot.jobs.store import JobStore, text_of
 from triagebot.overrides import ReproOptions
 from triagebot.parse import parse_report
-from triagebot.web.events import ThreadEvent
-from triagebot.workers.triage_jobs import CommentBusy, _JobWork
+from triagebot.repo_config import CONFIG_PATH
+from triagebot.settings import Settings
+from triagebot.workers import triage_jobs
+from triagebot.workers.triage_facts import (
+    GitHubFactory,
+    TriageContext,
+    facts_for,
+    first_refusal,
+    repo_config,
+)
+from triagebot.workers.triage_jobs import CommentBusy
 
 __all__ = ["TRANSIENT", "CommentBusy", "Triage"]
 
@@ -49,32 +60,47 @@ def reply_key(event: ThreadEvent) -> str:
     return f"{event.comment.id}.{hashlib.sha256(edit.encode()).hexdigest()[:12]}"
 
 
-class Triage(_JobWork):
-    """Handles one event: decides its commands and applies the actions idempotently."""
+class Triage:
+    """Handles one event: decides its commands and applies the actions idempotently; and
+    passes the GPU side's requests about a job on to `triage_jobs`."""
+
+    def __init__(self, settings: Settings, store: JobStore, celery: Celery,
+                 github: GitHubFactory) -> None:
+        self.ctx = TriageContext(settings, store, celery, github)
+
+    # --- a job's comment, asked for by the GPU side -------------------------------------
+    def progress(self, id_: str) -> None:
+        triage_jobs.progress(self.ctx, id_)
+
+    def publish(self, id_: str) -> None:
+        triage_jobs.publish(self.ctx, id_)
+
+    def bisect_commits(self, id_: str, run_json: str) -> None:
+        triage_jobs.bisect_commits(self.ctx, id_, run_json)
 
     # --- events ------------------------------------------------------------------------
     def handle(self, event: ThreadEvent) -> None:
         if event.event == "issue_comment":
             self._comment(event)
-        elif rules.is_self_or_bot(event.sender, self.settings.bot_login):
+        elif rules.is_self_or_bot(event.sender, self.ctx.settings.bot_login):
             return
         else:
             self._thread_event(event)
 
     def _comment(self, event: ThreadEvent) -> None:
         """Gather the facts the comment's commands need, decide, then apply."""
-        items = rules.commands_for(event, self.settings.bot_login,
-                                      self.settings.command_name)
+        items = rules.commands_for(event, self.ctx.settings.bot_login,
+                                   self.ctx.settings.command_name)
         if not items or event.comment is None:
             return
-        gh = self.github(event.installation_id)
-        config, problems = self._config(gh, event.repo)
+        gh = self.ctx.github(event.installation_id)
+        config, problems = repo_config(self.ctx, gh, event.repo)
         if problems:
             self._apply(gh, event, [Reply(words.config_error(problems)), React("confused")])
             return
         try:
-            facts = self._facts(gh, event, config, {i.name for i in items
-                                                    if isinstance(i, Command)})
+            facts = facts_for(self.ctx, gh, event, config,
+                              {i.name for i in items if isinstance(i, Command)})
         except TRANSIENT:
             raise
         except Exception as exc:
@@ -117,12 +143,12 @@ class Triage(_JobWork):
             reactions.append(action.content)
             return None
         if isinstance(action, Refuse):
-            first = self._first_refusal(event.repo, event.number, event.sender.login)
+            first = first_refusal(self.ctx, event.repo, event.number, event.sender.login)
             return action.text if first else None
         if isinstance(action, CancelJobs):
-            self._cancel(action.ids, event.sender.login)
+            triage_jobs.cancel(self.ctx, action.ids, event.sender.login)
             return None
-        busy = self._start(gh, action)
+        busy = triage_jobs.start(self.ctx, gh, action)
         if busy is None:
             reactions.append("+1")
         return busy
@@ -131,7 +157,7 @@ class Triage(_JobWork):
         """Last word on a comment the task gave up on after its retries."""
         if event.comment is None:
             return
-        gh = self.github(event.installation_id)
+        gh = self.ctx.github(event.installation_id)
         self._apply(gh, event, [Reply(words.gave_up(reason)), React("confused")])
 
     def _reply(self, gh: GitHubClient, event: ThreadEvent, sections: list[str]) -> None:
@@ -143,16 +169,16 @@ class Triage(_JobWork):
         where = f"{event.repo.lower()}#{event.number}"
         digest = hashlib.sha256(body.encode()).hexdigest()[:24]
         key = reply_key(event)
-        posted = self.settings.key("replied", where, key)
-        with self.store.claimed("reply", where, key) as ours:
-            if not ours or text_of(self.store.redis.get(posted) or b"") == digest:
+        posted = self.ctx.settings.key("replied", where, key)
+        with self.ctx.store.runs.claimed("reply", where, key) as ours:
+            if not ours or text_of(self.ctx.store.redis.get(posted) or b"") == digest:
                 return
             gh.upsert_comment(event.repo, event.number, f"reply={key}", body)
-            self.store.redis.set(posted, digest, ex=2 * 24 * 3600)
+            self.ctx.store.redis.set(posted, digest, ex=2 * 24 * 3600)
 
     def _thread_event(self, event: ThreadEvent) -> None:
-        gh = self.github(event.installation_id)
-        config, problems = self._config(gh, event.repo)
+        gh = self.ctx.github(event.installation_id)
+        config, problems = repo_config(self.ctx, gh, event.repo)
         if problems:
             # Nobody invoked us: a broken config stays silent on auto-triage.
             log.warning("invalid %s in %s: %s", CONFIG_PATH, event.repo, "; ".join(problems))
@@ -164,18 +190,18 @@ class Triage(_JobWork):
         will_run = False
         notes: list[str] = []
         if request.in_scope and rules.triage_may_run(event, config):
-            facts = self._facts(gh, event, config, {"repro"}, thread)
+            facts = facts_for(self.ctx, gh, event, config, {"repro"}, thread)
             trigger = f"{event.event}-{event.action}-{event.label or ''}"
             actions = (decisions.repro.start(facts, trigger, "repro", ReproOptions())
                        if facts.may_run else [])
             for action in actions:
                 if isinstance(action, StartJob):
-                    busy = self._start(gh, action)
+                    busy = triage_jobs.start(self.ctx, gh, action)
                     will_run = busy is None
                     notes += [busy] if busy else []
                 elif isinstance(action, Reply):
                     notes.append(action.text)
-        summary = words.triage_summary(request, command_name=self.settings.command_name,
+        summary = words.triage_summary(request, command_name=self.ctx.settings.command_name,
                                        will_run=will_run, is_pr=thread.is_pr,
                                        head_sha=thread.head_sha)
         body = "\n\n".join([summary, *notes])

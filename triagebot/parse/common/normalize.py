@@ -1,4 +1,5 @@
-"""Canonical spellings for the values the parser extracts (parse-spec.md conventions)."""
+"""Canonical spellings for the values the parser extracts: the words `ReproRequest`'s
+fields use (`triagebot/model.py`), whatever an engine or a reporter wrote."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ _METHOD_ALIASES: dict[str, str] = {
 
 
 def canonical_method(raw: object) -> str | None:
-    """Fold an engine's or a reporter's method name to parse-spec's vocabulary."""
+    """Fold an engine's or a reporter's method name to the one `spec_method` uses."""
     if raw is None:
         return None
     text = str(raw).strip().strip("'\"`").lower()
@@ -122,7 +123,7 @@ _PLACEHOLDER_RE = re.compile(r"^(<.*>|\$.*|\{.*\}|/?path/to/.*|your[-_].*|xxx.*|
 
 
 def canonical_model(raw: object) -> str | None:
-    """A model as parse-spec.md wants it: an HF id, or a local path reduced to its name."""
+    """A model as `ReproRequest` names it: an HF id, or a local path reduced to its name."""
     if raw is None:
         return None
     text = str(raw).strip().strip("'\"`,;()[]")
@@ -161,7 +162,7 @@ def _looks_like_model_name(name: str) -> bool:
 
 
 def canonical_mode(raw: str) -> str | None:
-    """cudagraph_mode values → parse-spec modes (`FULL_AND_PIECEWISE` counts as `full`)."""
+    """cudagraph_mode values → our mode names (`FULL_AND_PIECEWISE` counts as `full`)."""
     text = raw.strip().strip("'\"`").upper()
     if text.startswith("CUDAGRAPHMODE."):
         text = text.split(".", 1)[1]

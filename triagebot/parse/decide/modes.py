@@ -1,4 +1,4 @@
-"""The execution modes of the arms a report describes (parse-spec's `modes_compared`).
+"""The execution modes of the arms a report describes (`ReproRequest.modes_compared`).
 
 Modes come from what differs between the runs, from arms named in result tables, and from
 the reporter's prose; never from pasted output. A capture-size flag or a decode log's

@@ -291,7 +291,8 @@ METRIC_WORDS = frozenset(
 )
 DIGIT = re.compile(r"\d")
 # A line can only hold a result when it has one of these; everything else is skipped early.
-# One case-sensitive alternation over the lower-cased line: IGNORECASE makes it 4x slower.
+# One case-sensitive alternation over the lower-cased line: IGNORECASE is much slower
+# (bench/parse_bench.py times the parser's stages).
 _CANDIDATE = re.compile(
     r"tok|t/s|throughput|accept|latency|ttft|tpot|itl|e2e|draft|speed|req/s|position|pos "
     r"|metrics:|tps|[|\t]|\d\s?[x×](?![a-z0-9])"
@@ -303,8 +304,8 @@ def is_candidate(line: str) -> bool:
 
 
 MAX_NUMBERS = 2000  # no report states more; past this the text is a log dump
-# Lines that reach the recognisers (15-30 µs each). A pasted multi-megabyte log or table
-# stops here, keeping the whole scan well under a second whatever the input.
+# Lines that reach the recognisers, each of which costs real time. A pasted multi-megabyte
+# log or table stops here, so the scan's time has a bound whatever the input.
 MAX_CANDIDATES = 15_000
 ASSIGN_NUM = re.compile(r"^[\w .-]{1,40}=\s*[~\d.]")
 GAP = re.compile(r"\s{2,}")

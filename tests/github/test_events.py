@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from triagebot.web.events import (
+from triagebot.github.events import (
     MAX_BODY,
     MAX_TITLE,
     RELEVANT,
