@@ -14,7 +14,11 @@ from triagebot.bisect import shas
 from triagebot.bisect.ranges import BisectError, Direction
 from triagebot.bisect.rank import RankedCommit
 from triagebot.bisect.runner import BisectRun, CommitPlan
+from triagebot.github.client import GitHubClient
+from triagebot.github.errors import GitHubError
 from triagebot.model import ReproRequest
+from triagebot.repo_config import CONFIG_PATH, RepoConfigError, parse_repo_config
+from triagebot.settings import SettingsError, load_settings
 
 Log = Callable[[str], None]
 
@@ -24,9 +28,6 @@ class GitHubSide:
 
     def __init__(self, repo: str | None, api_url: str | None, template: str | None,
                  log: Log) -> None:
-        from triagebot.github.client import GitHubClient
-        from triagebot.settings import SettingsError, load_settings
-
         self.repo, self.template, self.log = repo, template, log
         self.reader: below.CompareReader | None = None
         self.why = ""
@@ -45,9 +46,6 @@ class GitHubSide:
             self.template = self._repo_template()
 
     def _repo_template(self) -> str | None:
-        from triagebot.github.errors import GitHubError
-        from triagebot.repo_config import CONFIG_PATH, RepoConfigError, parse_repo_config
-
         assert self.reader is not None and self.repo is not None
         try:
             text = self.reader.gh.file_text(self.repo, CONFIG_PATH)
@@ -59,8 +57,6 @@ class GitHubSide:
         return None
 
     def commits(self, run: BisectRun) -> CommitPlan | str:
-        from triagebot.github.errors import GitHubError
-
         if self.reader is None or self.repo is None:
             return self.why
         if not self.template:
@@ -75,8 +71,6 @@ class GitHubSide:
         """The commit level between two ends of which one at least is a SHA, its index
         the repo's template ("" where it names none); a BisectError saying what is
         missing or wrong."""
-        from triagebot.github.errors import GitHubError
-
         if self.reader is None or self.repo is None:
             raise BisectError(f"a commit SHA end needs GitHub's compare API to list the "
                               f"commits between: {self.why}")
@@ -92,8 +86,6 @@ class GitHubSide:
     def candidates(self, run: BisectRun, request: ReproRequest) -> tuple[
             list[RankedCommit], str]:
         """The top-5 commits of the final bracket, or a sentence saying why none."""
-        from triagebot.github.errors import GitHubError
-
         if run.range.level == "commit" and not run.earlier:
             found = shas.ranked_between(run, request)
             return found, "" if found else "no candidates: no commit lies in the final bracket"

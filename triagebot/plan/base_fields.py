@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from triagebot.engines import SUPPORTED, adapter
+from triagebot.engines import SUPPORTED, adapter, vllm_catalog
 from triagebot.errors import PlanRejected
 from triagebot.model import (
     Budget,
@@ -270,13 +270,11 @@ def _workload(request: ReproRequest, options: ReproOptions, engine: str,
     if kind is None:
         kind = "offline" if "offline" in offered else next(iter(offered))
         choices.default("workload", kind, "the report does not say how it ran")
-    if kind == "mm_processor" and engine == "vllm" and version:
-        from triagebot.engines import vllm_catalog
-
-        if not vllm_catalog.has_mm_processor_bench(version):
-            choices.note(f"vLLM {version} has no `vllm bench mm-processor`; the encoder "
-                         "is measured through the offline API instead")
-            kind = "offline"
+    if (kind == "mm_processor" and engine == "vllm" and version
+            and not vllm_catalog.has_mm_processor_bench(version)):
+        choices.note(f"vLLM {version} has no `vllm bench mm-processor`; the encoder "
+                     "is measured through the offline API instead")
+        kind = "offline"
     if kind not in offered:
         if options.workload:
             raise PlanRejected(f"{engine} has no {kind} workload", field="workload",
