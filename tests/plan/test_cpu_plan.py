@@ -106,6 +106,15 @@ def test_seed_004_cudagraph_modes_are_refused_with_the_reason() -> None:
         plan_for("004")
 
 
+def test_seed_001_is_refused_for_its_set_ups_and_its_vit_graphs_not_for_runners() -> None:
+    with pytest.raises(PlanRejected) as refused:
+        plan_for("001")
+    why = str(refused.value)
+    assert "encoder (ViT) CUDA graphs need a GPU" in why
+    # Its arms are GPU counts and modalities, not model runner versions.
+    assert "GPU count" in why and "Model Runner V2" not in why
+
+
 def test_sglang_on_the_cpu_runner_is_refused_with_the_reason() -> None:
     with pytest.raises(PlanRejected, match="no CPU build") as refused:
         plan_for("003", "engine=sglang")

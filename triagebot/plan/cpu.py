@@ -110,6 +110,15 @@ CANNOT = ("throughput and acceptance of the reported model: the stand-ins are ti
           "acceptance rates are not the reporter's numbers")
 
 
+def why_not(name: str, levels: list[dict[str, Any]]) -> str:
+    """Why the cpu runner cannot vary an axis, given its levels' fields: a "variant" axis
+    is either model runner versions or the reporter's set-ups (GPU count, modality)."""
+    if name == "variant" and not any("model_runner" in fields for fields in levels):
+        return ("the report's arms differ in set-ups the cpu runner does not reproduce "
+                "(GPU count, model, modality): it runs one stand-in in one process")
+    return WHY_NOT[name]
+
+
 def refuse_engine(engine: str) -> None:
     """Refuse, with the reason, an engine the cpu runner cannot run."""
     if engine in ENGINES_NOT_HERE:
