@@ -74,6 +74,7 @@ def build_plan(
                           options.warmups is not None)
     if on_cpu:
         _cpu_fields(request, options, base, context, choices)
+        C.sampling_note(base["sampling"].temperature, _wants_spec(request, options), choices)
     axes = _axes(request, options, engine_name, base, context, choices)
     if on_cpu:
         C.notes(choices, any(a.name == "graph" for a in axes), budget.max_runs)
