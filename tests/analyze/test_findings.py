@@ -260,7 +260,8 @@ def test_a_random_head_on_the_cpu_runner_does_not_reproduce_an_acceptance_drop()
 
     request = parse_report(seed_path("003").read_bytes())
     assert request.symptom == "acceptance_drop"
-    plan = build_plan(request, parse_overrides(["gpu=cpu"]))
+    # The EAGLE (-1) stand-in head keeps random weights (the EAGLE-3 one is trained).
+    plan = build_plan(request, parse_overrides(["gpu=cpu", "spec=eagle:3"]))
     none = SpecCounters(num_drafts=100, num_draft_tokens=300, num_accepted_tokens=0,
                         per_position_accepted=[0, 0, 0])
     results = {c.cell_id: [run(c.cell_id, [400, 410, 395, 405], spec=none)]

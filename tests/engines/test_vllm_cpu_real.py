@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from triagebot.analyze.signatures import match_log
+from triagebot.engines import standins as recipes
 from triagebot.model import Cell, Plan, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
@@ -79,7 +80,8 @@ class Runner:
 def runner(tmp_path_factory: pytest.TempPathFactory) -> Runner:
     out = tmp_path_factory.mktemp("vllm-cpu")
     plans = [_plan("spec=none,ngram:3,draft_model:3", "draft=target", "modes=eager"),
-             _plan("spec=draft_model:3", "modes=eager"), _plan("spec=ngram:3", "workload=serve")]
+             _plan("spec=draft_model:3", "modes=eager"), _plan("spec=ngram:3", "workload=serve"),
+             _plan("spec=eagle3:3", "modes=eager")]
     models = {c.model for p in plans for c in p.cells}
     models |= {c.spec.draft_model for p in plans for c in p.cells
                if c.spec and c.spec.draft_model}
@@ -146,6 +148,22 @@ def test_the_trained_draft_is_accepted_between_the_extremes(runner: Runner, offl
     assert result.status == "ok", result.error
     _check_counters(result, 3)
     assert 0.1 < _acceptance(result) < 0.9, result.spec
+    assert result.outputs_digest == offline["none"][1].outputs_digest
+
+
+def test_the_trained_eagle3_head_is_accepted_between_the_extremes(runner: Runner,
+                                                                  offline) -> None:
+    # The head reads the target's hidden states (three layers, as vLLM hands them over);
+    # random weights would be accepted ~0%, a copy of the target ~100%.
+    plan = _plan("spec=eagle3:3", "modes=eager", "warmups=1")
+    cell = next(c for c in plan.cells if not c.replica)
+    assert cell.spec is not None
+    assert cell.spec.draft_model == recipes.head("llama", "eagle3").model_id
+    assert not recipes.is_untrained_head(cell.spec.draft_model)
+    _, result = runner.run(plan, cell, runs=1)
+    assert result.status == "ok", result.error
+    _check_counters(result, 3)
+    assert 0.05 < _acceptance(result) < 0.95, result.spec
     assert result.outputs_digest == offline["none"][1].outputs_digest
 
 

@@ -92,7 +92,9 @@ def test_seed_003_keeps_eagle3_and_graphs_and_says_why_the_runner_variants_go() 
     assert {c.spec.draft_model for c in plan.cells if c.spec} == {head}
     assert {c.varies.get("graph") for c in plan.cells} == {"eager", "graph"}
     assert "variant" not in plan.cells[0].varies
-    assert any("V1 model runner" in n for n in plan.notes)
+    # The reason carries the evidence: the release that was run and the line it prints.
+    assert any("V1 model runner" in n and "0.32.0" in n and "Model Runner V2 requires Triton"
+               in n for n in plan.notes), plan.notes
     assert plan.engine_version == C.LAST_CPU_RELEASE
     serve = plan.cells[0]
     assert serve.workload.kind == "serve"
@@ -102,6 +104,25 @@ def test_seed_003_keeps_eagle3_and_graphs_and_says_why_the_runner_variants_go() 
 def test_seed_004_cudagraph_modes_are_refused_with_the_reason() -> None:
     with pytest.raises(PlanRejected, match="CUDA graphs"):
         plan_for("004")
+
+
+def test_seed_001_is_refused_for_its_set_ups_and_its_vit_graphs_not_for_runners() -> None:
+    with pytest.raises(PlanRejected) as refused:
+        plan_for("001")
+    why = str(refused.value)
+    assert "encoder (ViT) CUDA graphs need a GPU" in why
+    # Its arms are GPU counts and modalities, not model runner versions.
+    assert "GPU count" in why and "Model Runner V2" not in why
+
+
+def test_sglang_on_the_cpu_runner_is_refused_with_the_reason() -> None:
+    with pytest.raises(PlanRejected, match="no CPU build") as refused:
+        plan_for("003", "engine=sglang")
+    assert refused.value.field == "runner"
+    assert "GPU runner" in str(refused.value)
+    # On a GPU runner the same report still plans.
+    request = parse_report(seed_path("003").read_bytes())
+    assert build_plan(request, parse_overrides(["engine=sglang"])).engine == "sglang"
 
 
 def test_naming_a_gpu_only_axis_is_refused() -> None:

@@ -16,7 +16,7 @@ lookup then accepts), and a separately trained draft or MTP layer breaks the nea
 one-or-two-step choice differently from the target on some words. Measured on vLLM
 0.32.0's CPU build, greedy, the 4 template prompts x 96 tokens: trained draft (k=3)
 26 %, MTP (k=1) 53 %, ngram (k=3) 85 % of 81 drafted tokens, `draft=target` 100 %.
-The EAGLE and EAGLE-3 heads keep random weights (acceptance ~0) and prove only that the
+The EAGLE head keeps random weights (acceptance ~0) and proves only that the
 release loads and runs the method.
 """
 
@@ -132,11 +132,24 @@ def draft(family: Family, size: Size = "cpu") -> Recipe:
                   target=target(family, size))
 
 
+# The EAGLE-3 head learns the target's choices from its hidden states, so it needs fewer
+# steps than a draft that learns the language from scratch.
+_EAGLE3_TRAINING = Training(steps=100, seed=3, lr=2e-3)
+
+
 def head(family: Family, role: Literal["eagle", "eagle3"]) -> Recipe:
     """A one-layer EAGLE or EAGLE-3 head over the Llama target (vLLM's CPU build runs
-    both as LlamaForCausalLM drafts)."""
+    both as LlamaForCausalLM drafts); the EAGLE-3 head is trained on the target's hidden
+    states, the EAGLE head keeps random weights."""
     return Recipe(family="llama", role=role, **_TARGET_SHAPE | {"layers": 1},
+                  training=_EAGLE3_TRAINING if role == "eagle3" else None,
                   target=target("llama" if family == "mimo" else family))
+
+
+def aux_layer_ids(target_layers: int) -> list[int]:
+    """The target layers an EAGLE-3 head reads: three distinct ones, since vLLM's default
+    (2, L//2, L-3) repeats a layer on a 4-layer target and the first step crashes."""
+    return [1, target_layers // 2, target_layers - 1]
 
 
 # --- which stand-in for which report -------------------------------------------------------
@@ -196,8 +209,8 @@ def is_standin(model_id: str) -> bool:
 
 
 def is_untrained_head(model_id: str | None) -> bool:
-    """An EAGLE or EAGLE-3 stand-in head: random weights, so its acceptance is ~0 by
-    construction and says nothing about the engine."""
+    """The EAGLE stand-in head: random weights, so its acceptance is ~0 by construction
+    and says nothing about the engine (the EAGLE-3 head is trained)."""
     if model_id is None or not is_standin(model_id):
         return False
-    return model_id.split("/", 1)[1].split("-")[1] in ("eagle", "eagle3")
+    return model_id.split("/", 1)[1].split("-")[1] == "eagle"

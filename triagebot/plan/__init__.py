@@ -50,6 +50,8 @@ def build_plan(
     policy = policy or PlanPolicy()
     choices = D.Choices()
     engine_name = choose_engine(request, options, choices)
+    if options.gpu == C.RUNNER:
+        C.refuse_engine(engine_name)
     engine = adapter(engine_name)
     reported_version = request.engine_version if request.engine == engine_name else None
     version = engine.resolve_version(options.version or reported_version)
@@ -81,6 +83,7 @@ def build_plan(
                           options.warmups is not None)
     if on_cpu:
         cpu_fields(request, options, base, context, choices)
+        C.sampling_note(base["sampling"].temperature, wants_spec(request, options), choices)
     axes = plan_axes(request, options, engine_name, base, context, choices)
     if on_cpu:
         C.notes(choices, any(a.name == "graph" for a in axes), budget.max_runs)

