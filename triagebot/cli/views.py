@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.console import Console
@@ -9,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from triagebot.model import Plan, ReproRequest
+from triagebot.progress import Event, describe
 
 # The fields a maintainer reads first, in the order they decide a reproduction.
 SUMMARY_FIELDS = (
@@ -127,50 +129,58 @@ def render_plan(console: Console, plan: Plan) -> None:
 
 
 class ProgressView:
-    """Live progress of a repro on stderr: cells, runs, elapsed time and ETA."""
+    """Live progress of a long command on stderr, from `triagebot.progress` events: a
+    Rich progress bar on a terminal; one plain line per step elsewhere (CI, a worker's
+    log, `./dev demo` piped to a file), where a redrawn bar would print nothing until
+    the end. Engine output stays in the per-cell log files."""
 
-    def __init__(self, console: Console, plan: Plan) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self._plan = plan
-        self._progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("runs"), TimeElapsedColumn(), TextColumn("ETA"),
-            TimeRemainingColumn(), console=console, transient=False)
-        self._task = self._progress.add_task("starting", total=plan.budget.runs * len(
-            plan.cells))
+    def __init__(self, console: Console, plan: Plan | None = None) -> None:
         self._console = console
+        self._tty = console.is_terminal
+        self._last = ""
+        self._started = time.monotonic()
+        self._progress: Any = None
+        if self._tty:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("runs"), TimeElapsedColumn(), console=console, transient=False)
+            total = plan.budget.runs * len(plan.cells) if plan is not None else 1
+            self._task = self._progress.add_task("starting", total=total)
 
     def __enter__(self) -> ProgressView:
-        self._progress.start()
+        if self._progress is not None:
+            self._progress.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
+        if self._progress is not None:
+            self._progress.stop()
 
-    def update(self, event: Any) -> None:
-        if event.kind == "start":
-            desc = f"round {event.round + 1} · {event.label}"
-        elif event.kind == "done":
-            desc = f"{event.label}: {event.status}"
-            if event.status != "ok":
-                self._console.print(Text(f"cell {event.label} ended {event.status}",
-                                         style="yellow"))
-        elif event.kind == "provision":
-            desc = f"preparing {event.message.strip()}"
-        elif event.kind == "analyse":
-            desc = "analysing"
-        else:
-            desc = f"round {event.round + 1}"
-        if event.kind in ("provision", "analyse"):
-            self._progress.update(self._task, description=desc)
+    def say(self, message: str) -> None:
+        """A message that is not an Event (a stand-in's build, a bisect step)."""
+        self.update(Event(kind="provision", message=message))
+
+    def update(self, event: Event) -> None:
+        line = describe(event)
+        if event.kind == "done" and event.status not in (None, "ok"):
+            self._console.print(Text(f"cell {event.label} ended {event.status}",
+                                     style="yellow"))
+        if self._progress is None:
+            if line != self._last:
+                stamp = time.monotonic() - self._started
+                self._console.print(Text(f"[{stamp:6.0f} s] {line}"), soft_wrap=True)
+                self._last = line
             return
-        self._progress.update(self._task, description=desc, completed=event.runs_done,
-                              total=max(event.runs_planned, 1))
+        if event.runs_planned:
+            self._progress.update(self._task, description=line, completed=event.runs_done,
+                                  total=max(event.runs_planned, 1))
+        else:
+            self._progress.update(self._task, description=line)

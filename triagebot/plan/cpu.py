@@ -81,6 +81,10 @@ BUDGET = {"runs": 12, "warmups": 2, "max_runs": 24, "time_limit_s": 600}
 RUN_CV = 0.20
 # z of 1 % two-sided plus z of 80 % power: the change a last look finds 4 times in 5.
 _Z_FIND = 2.576 + 0.842
+# A measured run of an offline cell repeats its batch until it has decoded this long
+# (the script's TRIAGEBOT_MIN_RUN_S): a single batch lasts a fraction of a second, which
+# one burst of a neighbour's work moves by tens of percent.
+MIN_RUN_S = 2.0
 # A `vllm bench serve` run is a process of its own that imports vLLM (~15 s here), so a
 # serve cell measures fewer, larger runs.
 SERVE_BUDGET = {"runs": 3, "warmups": 1, "max_runs": 6}
@@ -239,7 +243,7 @@ def estimate_seconds(cell: Cell, budget_: Budget) -> float:
     startup = 45.0 + (0.0 if cell.enforce_eager else 35.0)
     startup += 15.0 if cell.spec is not None else 0.0
     startup += 25.0 if cell.workload.kind == "serve" else 0.0
-    per_run = 0.02 * cell.sampling.max_tokens * max(1, cell.workload.num_prompts // 8)
+    batch = 0.02 * cell.sampling.max_tokens * max(1, cell.workload.num_prompts // 8)
     if cell.workload.kind == "serve":
-        per_run = 12.0
-    return startup + (budget_.warmups + budget_.runs) * per_run
+        return startup + (budget_.warmups + budget_.runs) * 12.0
+    return startup + budget_.warmups * batch + budget_.runs * max(batch, MIN_RUN_S)

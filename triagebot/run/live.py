@@ -286,6 +286,11 @@ class LivePool:
         self._live[key] = script  # most recently used last
         return script
 
+    def running(self, key: str) -> bool:
+        """Whether `key` has an engine started and still alive (its next round starts none)."""
+        script = self._live.get(key)
+        return script is not None and script.started and script.alive
+
     def measured(self, key: str) -> None:
         """Note the size of `key`'s engine after a round (it is largest once started)."""
         script = self._live.get(key)
