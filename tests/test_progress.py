@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import time
 
 from rich.console import Console
 
@@ -45,7 +46,7 @@ def test_without_a_terminal_every_step_is_one_plain_line() -> None:
     console = Console(file=out, force_terminal=False, width=200)
     where = {"label": "no_spec @ eager", "cell_index": 1, "cells": 2, "runs": 2,
              "runs_planned": 8}
-    with ProgressView(console) as view:
+    with ProgressView(console, heartbeat_s=0) as view:
         view.say("building stand-in tiny-mimo on cpu")
         view.update(Event(kind="engine", **where))
         view.update(Event(kind="start", **where))
@@ -57,3 +58,18 @@ def test_without_a_terminal_every_step_is_one_plain_line() -> None:
     assert lines[1].endswith("starting the engine of cell 1 of 2: no_spec @ eager · 0/8 runs")
     assert "round 1 · cell 1 of 2: no_spec @ eager: ok · 2/8 runs" in lines[3]
     assert all(line.startswith("[") and " s] " in line for line in lines)
+
+
+def test_a_long_step_is_repeated_with_its_time_so_far() -> None:
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=False, width=200)
+    with ProgressView(console, heartbeat_s=0.05) as view:
+        view.update(Event(kind="engine", label="spec + graph", cell_index=3, cells=5,
+                          runs_planned=60, eta_s=600.0))
+        deadline = time.monotonic() + 30
+        while out.getvalue().count("\n") < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 3, lines
+    assert all("starting the engine of cell 3 of 5: spec + graph" in line for line in lines)
+    assert lines[-1].endswith(" s in this step")

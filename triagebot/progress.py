@@ -87,14 +87,12 @@ class Pace:
         # The plan's own estimate of a cell, until a start has been measured.
         self._per_cell = estimate_s / max(cells, 1)
         self._start_walls: list[float] = []
-        self._start_runs = 0
         self._run_s = 0.0
         self._runs = 0
 
     def add(self, wall_s: float, runs: int, started_engine: bool) -> None:
         if started_engine:
             self._start_walls.append(wall_s)
-            self._start_runs += runs
         else:
             self._run_s += wall_s
             self._runs += runs
@@ -103,10 +101,7 @@ class Pace:
         """Seconds for `starts` rounds that start an engine and `runs` runs on live ones."""
         start = (sum(self._start_walls) / len(self._start_walls) if self._start_walls
                  else self._per_cell)
-        if self._runs:
-            per_run = self._run_s / self._runs
-        elif self._start_walls:
-            per_run = start / max(self._start_runs / len(self._start_walls), 1.0)
-        else:
-            per_run = 0.0
+        # Until a round on a running engine has been timed, its runs are not priced: a
+        # start's wall time cannot be split into the start and its runs.
+        per_run = self._run_s / self._runs if self._runs else 0.0
         return starts * start + runs * per_run

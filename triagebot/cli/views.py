@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -132,14 +133,23 @@ class ProgressView:
     """Live progress of a long command on stderr, from `triagebot.progress` events: a
     Rich progress bar on a terminal; one plain line per step elsewhere (CI, a worker's
     log, `./dev demo` piped to a file), where a redrawn bar would print nothing until
-    the end. Engine output stays in the per-cell log files."""
+    the end. Engine output stays in the per-cell log files. A step that lasts (an engine
+    start, an install) is repeated every `heartbeat_s` with its time so far and the time
+    left counted down, so a log never goes quiet for minutes."""
 
-    def __init__(self, console: Console, plan: Plan | None = None) -> None:
+    def __init__(self, console: Console, plan: Plan | None = None, *,
+                 heartbeat_s: float = 30.0) -> None:
         self._console = console
         self._tty = console.is_terminal
         self._last = ""
         self._started = time.monotonic()
         self._progress: Any = None
+        self._event: Event | None = None
+        self._since = self._started
+        self._lock = threading.Lock()
+        self._quit = threading.Event()
+        self._heartbeat_s = heartbeat_s
+        self._beat: threading.Thread | None = None
         if self._tty:
             from rich.progress import (
                 BarColumn,
@@ -158,11 +168,27 @@ class ProgressView:
     def __enter__(self) -> ProgressView:
         if self._progress is not None:
             self._progress.start()
+        elif self._heartbeat_s > 0:
+            self._beat = threading.Thread(target=self._beats, daemon=True, name="progress")
+            self._beat.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._quit.set()
+        if self._beat is not None:
+            self._beat.join(timeout=1.0)
         if self._progress is not None:
             self._progress.stop()
+
+    def _beats(self) -> None:
+        while not self._quit.wait(self._heartbeat_s):
+            with self._lock:
+                event, since = self._event, time.monotonic() - self._since
+                if event is None or since < self._heartbeat_s:
+                    continue
+                eta = None if event.eta_s is None else max(0.0, event.eta_s - since)
+                line = describe(event.model_copy(update={"eta_s": eta}))
+                self._print(f"{line} · {since:.0f} s in this step")
 
     def say(self, message: str) -> None:
         """A message that is not an Event (a stand-in's build, a bisect step)."""
@@ -174,13 +200,18 @@ class ProgressView:
             self._console.print(Text(f"cell {event.label} ended {event.status}",
                                      style="yellow"))
         if self._progress is None:
-            if line != self._last:
-                stamp = time.monotonic() - self._started
-                self._console.print(Text(f"[{stamp:6.0f} s] {line}"), soft_wrap=True)
-                self._last = line
+            with self._lock:
+                if line != self._last:
+                    self._print(line)
+                    self._last = line
+                    self._event, self._since = event, time.monotonic()
             return
         if event.runs_planned:
             self._progress.update(self._task, description=line, completed=event.runs_done,
                                   total=max(event.runs_planned, 1))
         else:
             self._progress.update(self._task, description=line)
+
+    def _print(self, line: str) -> None:
+        stamp = time.monotonic() - self._started
+        self._console.print(Text(f"[{stamp:6.0f} s] {line}"), soft_wrap=True)

@@ -360,8 +360,14 @@ def _left(pace: Pace, slots: Sequence[Slot], pool: LivePool | None) -> float:
     cell without a running engine, then runs; otherwise a start for every slot."""
     if pool is None:
         return pace.left(len(slots), 0)
-    new = {s.cell_id for s in slots if not pool.running(s.cell_id)}
-    return pace.left(len(new), sum(s.runs for s in slots))
+    starting: set[str] = set()
+    runs = 0
+    for s in slots:
+        if pool.running(s.cell_id) or s.cell_id in starting:
+            runs += s.runs
+        else:
+            starting.add(s.cell_id)  # its first round is priced as a start, runs included
+    return pace.left(len(starting), runs)
 
 
 def load_results(folder: Path) -> dict[str, list[RunResult]]:
