@@ -235,7 +235,9 @@ def available_memory_bytes() -> int | None:
 
 
 def tree_rss_bytes(pid: int) -> int:
-    """Resident memory of `pid` and its descendants (an engine's front end and core)."""
+    """Memory of `pid` and its descendants (an engine's front end, core and worker): the
+    proportional set size where the kernel gives it, so libraries the processes share
+    are counted once, else the resident size."""
     total = 0
     page = os.sysconf("SC_PAGE_SIZE")
     parents: dict[int, int] = {}
@@ -252,14 +254,22 @@ def tree_rss_bytes(pid: int) -> int:
         while cur not in (0, 1, pid) and hops < 64:
             cur, hops = parents.get(cur, 0), hops + 1
         if cur == pid:
-            total += rss_bytes
+            total += _pss(child) or rss_bytes
     return total
+
+
+def _pss(pid: int) -> int | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    return None
 
 
 # Templates whose scripts answer TRIAGEBOT_LIVE (see the module doc).
 LIVE_TEMPLATES = frozenset({"vllm/offline.py.j2"})
 # What a live engine must leave free for the machine's other work before one more starts.
-RESERVE_BYTES = 3 << 30
+RESERVE_BYTES = 2 << 30
 
 
 class LivePool:
