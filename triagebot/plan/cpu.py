@@ -68,8 +68,8 @@ MAX_NUM_SEQS = 8
 CAPS = {"num_prompts": 4, "max_tokens": 96, "input_len": 64, "concurrency": 4,
         "serve_prompts": 16}
 # From bench/vllm_cpu.py on a shared 2-core runner (vLLM 0.32.0, one no-spec cell): start-up
-# ~90 s, ~73 runs a minute once started. Runs are cheap next to a start (and an escalation
-# round restarts every engine), so a start measures 12 runs up front.
+# ~90 s. Each cell's engine starts once and serves every round (`triagebot/run/live.py`),
+# so runs, not starts, are what an escalation round adds.
 BUDGET = {"runs": 12, "warmups": 2, "max_runs": 24, "time_limit_s": 600}
 # Run-to-run CV of tok/s from bench/cpu_noise.py (vLLM 0.32.0, one no-spec cell, 11 starts
 # of 12 runs, 2 cores shared with other jobs at load 5-14): 20 % within a start (4 % to
@@ -191,10 +191,12 @@ def scale(workload: CellWorkload, sampling: Sampling,
                      "inputs are not reproduced on the cpu runner")
     sampling = sampling.model_copy(update={"max_tokens": min(sampling.max_tokens,
                                                               CAPS["max_tokens"])})
-    choices.note(f"on the cpu runner each run sends at most {update['num_prompts']} prompt(s) "
-                 f"of at most {CAPS['input_len']} tokens and generates at most "
-                 f"{CAPS['max_tokens']} tokens per prompt, so engine start-up (20-60 s a "
-                 "cell) dominates and the plan fits in minutes")
+    repeat = ("" if serve else f", repeated within a measured run until it has decoded "
+              f"for {MIN_RUN_S:g} s")
+    choices.note(f"on the cpu runner each batch sends at most {update['num_prompts']} "
+                 f"prompt(s) of at most {CAPS['input_len']} tokens and generates at most "
+                 f"{CAPS['max_tokens']} tokens per prompt{repeat}; each cell's engine starts "
+                 "once (20-120 s) and serves all its rounds, so the plan fits in minutes")
     return workload.model_copy(update=update), sampling
 
 
