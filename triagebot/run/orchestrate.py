@@ -5,7 +5,10 @@ mirrored rounds (A B | B A, `schedule.mirrored_rounds`); while a comparison is U
 the budget allows, the cells it compares run again up to the next look of the sequential
 test, in one round that mirrors the order of the round before, or repeats it where the
 earlier rounds lean the other way (adaptive escalation, `schedule.mirror_round`,
-`schedule.balanced_turn`). Everything lands in the
+`schedule.balanced_turn`). On the cpu runner, where an engine start costs a minute or
+more and runs cost seconds, each cell's engine is started once and kept, paused, between
+its rounds (`run/live.py`), and the rounds are small (`LIVE_RUNS_PER_ROUND`) so compared
+cells run close together in time. Everything lands in the
 output folder: `plan.json`, `request.json`, `scripts/`, `results/<cell>-r<round>.json`, `logs/` and
 `findings.json`, which `triagebot report DIR` reads back.
 """
