@@ -80,6 +80,7 @@ class Way:
                  runner_env: dict[str, str], out: Path, *, live: bool, min_run_s: float):
         self.name, self.plan, self.script, self.python = name, plan, script, python
         self.env = {**plan.cells[0].env, **runner_env, "TRIAGEBOT_MIN_RUN_S": str(min_run_s)}
+        self.cwd = out  # where the stand-ins are linked (`vllm_cpu.prepare`)
         self.out = out / name.replace(" ", "_").replace(",", "").replace(">=", "ge")
         self.out.mkdir(parents=True, exist_ok=True)
         self.live = live
@@ -101,7 +102,7 @@ class Way:
                                      env={**self.env, **dirs, "TRIAGEBOT_RUNS": str(runs)},
                                      result_path=result,
                                      log_path=result.with_suffix(".log"), wall_limit_s=1800,
-                                     silence_limit_s=900, cwd=self.out, gpu_settle_s=0)
+                                     silence_limit_s=900, cwd=self.cwd, gpu_settle_s=0)
         self.seconds += time.monotonic() - began
         if outcome.result is None or outcome.result.status != "ok":
             sys.exit(f"{self.name} {cell} round {round_}: "
@@ -117,7 +118,7 @@ class Way:
             dirs = self._scratch.enter_context(vllm_cpu.per_run_dirs())
             engine = LiveScript(self.script, python=self.python, env={**self.env, **dirs},
                                 log_path=self.out / f"{cell.replace(chr(39), 'p')}.log",
-                                cwd=self.out, silence_limit_s=900)
+                                cwd=self.cwd, silence_limit_s=900)
             self.engines[cell] = engine
         return engine.measure(runs, result, wall_limit_s=1800)
 
