@@ -184,7 +184,7 @@ class ProgressView:
         while not self._quit.wait(self._heartbeat_s):
             with self._lock:
                 event, since = self._event, time.monotonic() - self._since
-                if event is None or since < self._heartbeat_s:
+                if event is None or since < 0.9 * self._heartbeat_s:
                     continue
                 eta = None if event.eta_s is None else max(0.0, event.eta_s - since)
                 line = describe(event.model_copy(update={"eta_s": eta}))
