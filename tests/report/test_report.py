@@ -158,3 +158,26 @@ def test_template_refuses_unescaped_values() -> None:
         _finalize("<b>raw</b>")
     with pytest.raises(UnsafeReportValue):
         _finalize(3)
+
+
+def test_runs_with_cpu_time_get_a_cpu_summary_and_the_report_names_the_verdicts_metric(
+) -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    assert "Verdicts use wall-clock tok/s" not in render_report(
+        plan, analyze(plan, results), scripts=[], command=COMMAND)
+    timed = {cid: [r.model_copy(update={"runs": [m.model_copy(update={
+        "cpu_s": m.seconds * (1.5 + 0.01 * i)}) for i, m in enumerate(r.runs)]})
+        for r in rounds] for cid, rounds in results.items()}
+    findings = analyze(plan, timed)
+    ok = [c for c in findings.cells if c.status == "ok"]
+    assert ok and all(c.cpu_throughput is not None and c.cpu_throughput.n == c.throughput.n
+                      for c in ok)
+    first = ok[0]
+    assert first.cpu_throughput is not None and first.throughput.median is not None
+    assert first.cpu_throughput.median is not None
+    assert first.cpu_throughput.median < first.throughput.median  # 1.5 CPU s per wall s
+    # The verdicts stay on wall-clock tok/s: the same comparisons as without CPU time.
+    assert [c.result.ratio for c in findings.comparisons] == [
+        c.result.ratio for c in analyze(plan, results).comparisons]
+    report = render_report(plan, findings, scripts=[], command=COMMAND)
+    assert "Verdicts use wall-clock tok/s" in report and "CPU time per output token" in report

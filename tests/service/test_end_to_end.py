@@ -9,6 +9,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import signal
 import time
 import uuid
@@ -135,6 +136,14 @@ def test_comment_to_one_report(service: dict[str, Any]) -> None:
     assert len(creates) == 1 and len(edits) >= 2
     first_edit_bodies = [c.body["body"] for c in edits]
     assert any("Running" in b for b in first_edit_bodies[:-1])
+    # Its progress line is the CLI's (`triagebot.progress.describe`): the round, the cell
+    # out of how many, the runs so far and the time left.
+    stages = [m.group(0) for b in first_edit_bodies[:-1]
+              if (m := re.search(r"Now: .*", b))]
+    assert stages, first_edit_bodies
+    assert all(re.match(r"Now: (round \d+ · cell \d+ of \d+: .+ · \d+/\d+ runs|"
+                        r"analysing the runs|preparing|starting the engine)", s)
+               for s in stages), stages
     assert ("triagebot[bot]", "+1") in fake.reactions(comment_id)
     assert ("triagebot[bot]", "rocket") in fake.reactions(comment_id)
     # The job page shows it too.

@@ -98,6 +98,8 @@ def summarize(cell: Cell, rounds: Sequence[RunResult]) -> CellFinding:
         rounds=len(rounds),
         notes=notes,
         throughput=stats.summarize_cell(samples),
+        cpu_throughput=(stats.summarize_cell(cpu) if (cpu := stats.cpu_samples_from(ok))
+                        else None),
         acceptance=acc,
         tokens_per_step=per_step[0] if per_step else None,
         tokens_per_step_source=per_step[1] if per_step else None,

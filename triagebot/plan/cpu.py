@@ -88,8 +88,8 @@ MAX_NUM_SEQS = 8
 CAPS = {"num_prompts": 4, "max_tokens": 96, "input_len": 64, "concurrency": 4,
         "serve_prompts": 16}
 # From bench/vllm_cpu.py on a shared 2-core runner (vLLM 0.32.0, one no-spec cell): start-up
-# ~90 s, ~73 runs a minute once started. Runs are cheap next to a start (and an escalation
-# round restarts every engine), so a start measures 12 runs up front.
+# ~90 s. Each cell's engine starts once and serves every round (`triagebot/run/live.py`),
+# so runs, not starts, are what an escalation round adds.
 BUDGET = {"runs": 12, "warmups": 2, "max_runs": 24, "time_limit_s": 600}
 # Run-to-run CV of tok/s from bench/cpu_noise.py (vLLM 0.32.0, one no-spec cell, 11 starts
 # of 12 runs, 2 cores shared with other jobs at load 5-14): 20 % within a start (4 % to
@@ -101,6 +101,10 @@ BUDGET = {"runs": 12, "warmups": 2, "max_runs": 24, "time_limit_s": 600}
 RUN_CV = 0.20
 # z of 1 % two-sided plus z of 80 % power: the change a last look finds 4 times in 5.
 _Z_FIND = 2.576 + 0.842
+# A measured run of an offline cell repeats its batch until it has decoded this long
+# (the script's TRIAGEBOT_MIN_RUN_S): a single batch lasts a fraction of a second, which
+# one burst of a neighbour's work moves by tens of percent.
+MIN_RUN_S = 2.0
 # A `vllm bench serve` run is a process of its own that imports vLLM (~15 s here), so a
 # serve cell measures fewer, larger runs.
 SERVE_BUDGET = {"runs": 3, "warmups": 1, "max_runs": 6}
@@ -223,10 +227,12 @@ def scale(workload: CellWorkload, sampling: Sampling,
                      f"cpu runner: {MULTIMODAL_WHY}")
     sampling = sampling.model_copy(update={"max_tokens": min(sampling.max_tokens,
                                                               CAPS["max_tokens"])})
-    choices.note(f"on the cpu runner each run sends at most {update['num_prompts']} prompt(s) "
-                 f"of at most {CAPS['input_len']} tokens and generates at most "
-                 f"{CAPS['max_tokens']} tokens per prompt, so engine start-up (20-60 s a "
-                 "cell) dominates and the plan fits in minutes")
+    repeat = ("" if serve else f", repeated within a measured run until it has decoded "
+              f"for {MIN_RUN_S:g} s")
+    choices.note(f"on the cpu runner each batch sends at most {update['num_prompts']} "
+                 f"prompt(s) of at most {CAPS['input_len']} tokens and generates at most "
+                 f"{CAPS['max_tokens']} tokens per prompt{repeat}; each cell's engine starts "
+                 "once (20-120 s) and serves all its rounds, so the plan fits in minutes")
     return workload.model_copy(update=update), sampling
 
 
@@ -293,7 +299,7 @@ def estimate_seconds(cell: Cell, budget_: Budget) -> float:
     startup = 45.0 + (0.0 if cell.enforce_eager else 35.0)
     startup += 15.0 if cell.spec is not None else 0.0
     startup += 25.0 if cell.workload.kind == "serve" else 0.0
-    per_run = 0.02 * cell.sampling.max_tokens * max(1, cell.workload.num_prompts // 8)
+    batch = 0.02 * cell.sampling.max_tokens * max(1, cell.workload.num_prompts // 8)
     if cell.workload.kind == "serve":
-        per_run = 12.0
-    return startup + (budget_.warmups + budget_.runs) * per_run
+        return startup + (budget_.warmups + budget_.runs) * 12.0
+    return startup + budget_.warmups * batch + budget_.runs * max(batch, MIN_RUN_S)

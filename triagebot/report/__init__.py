@@ -170,9 +170,28 @@ def _method_lines(findings: Findings) -> list[Md]:
                       f"{drift}. It measures the runner; it does not gate the verdicts.", 600))
     else:
         out.append(_t(f"A/A pair: {findings.noise.note}", 600))
+    out.extend(_metric_lines(findings))
     if findings.decided_by:
         out.append(_t(f"Decided by: {findings.decided_by}.", 300))
     return out
+
+
+def _metric_lines(findings: Findings) -> list[Md]:
+    """Which throughput the verdicts use, where the runs also recorded their CPU time."""
+    cpu = [c.cpu_throughput.cv for c in findings.cells
+           if c.cpu_throughput is not None and c.cpu_throughput.cv is not None]
+    wall = [c.throughput.cv for c in findings.cells
+            if c.cpu_throughput is not None and c.throughput.cv is not None]
+    if not cpu or not wall:
+        return []
+    return [_t("Verdicts use wall-clock tok/s. The engine's CPU time per output token (every "
+               "process and thread of it) is recorded beside it as a cross-check: run-to-run "
+               f"CV {min(cpu):.1%}-{max(cpu):.1%} per cell, against wall-clock's "
+               f"{min(wall):.1%}-{max(wall):.1%}. On a shared runner neither is steady: CPU "
+               "time leaves out the moments a neighbour held the core but counts the "
+               "engine's own waiting (its processes poll each other), and measured side by "
+               "side on live engines (bench/cpu_noise.py) it was no steadier than wall-clock "
+               "time, so the verdicts keep wall-clock time.", 700)]
 
 
 def _chart(findings: Findings) -> Md:

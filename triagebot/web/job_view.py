@@ -77,7 +77,8 @@ def steps(job: JobRecord, plan: Plan | None, stored: dict[str, int],
             out.append(Step(cell.label, "failed", str(failed[cell.cell_id])[:120]))
         elif have >= runs or (job.terminal and have):
             out.append(Step(cell.label, "done", detail))
-        elif job.state == "running" and (have or cell.label == job.current):
+        elif job.state == "running" and (have or cell.label in (job.current_cell,
+                                                                job.current)):
             out.append(Step(cell.label, "running", detail))
         else:
             out.append(Step(cell.label, "pending", detail))

@@ -20,9 +20,10 @@ from celery import Celery
 
 from triagebot.jobs.store import JobStore
 from triagebot.model import RunResult
+from triagebot.progress import Event, describe
 from triagebot.render import RenderError, render_plan
 from triagebot.report import render_report
-from triagebot.run.orchestrate import Event, RunCancelled, RunSettings, execute
+from triagebot.run.orchestrate import RunCancelled, RunSettings, execute
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
 from triagebot.workers.runner_bisect import run_bisect_job
@@ -138,12 +139,14 @@ class JobRunner:
         last_sent = [0.0]
 
         def update(event: Event) -> None:
-            if event.kind not in ("start", "done", "round"):
-                return
+            # The same line the CLI prints (`triagebot.progress.describe`): installs and
+            # engine starts too, which are minutes on a fresh runner.
+            fields: dict[str, object] = {"current": describe(event)}
+            if event.kind in ("engine", "start", "done", "round"):
+                fields.update(runs_done=event.runs_done, runs_planned=event.runs_planned,
+                              eta_s=event.eta_s, current_cell=event.label)
             try:
-                self.store.set(id_, runs_done=event.runs_done,
-                               runs_planned=event.runs_planned, eta_s=event.eta_s,
-                               current=event.label or event.kind)
+                self.store.set(id_, **fields)
             except redis.RedisError:
                 return  # progress is best effort; the runs go on
             now = time.monotonic()

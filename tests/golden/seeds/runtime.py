@@ -1,6 +1,7 @@
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
 import hashlib
 import json
+import math
 import os
 import platform
 import shutil
@@ -60,10 +61,43 @@ def digest_token_ids(sequences):
     return h.hexdigest()[:16]
 
 
+def tree_cpu_seconds():
+    """User and system CPU seconds of this process and every live descendant, all their
+    threads (from /proc; None elsewhere). An engine that runs in child processes spends
+    its CPU there, and a run's CPU time is the change of this over the run: unlike wall
+    time, it does not count the moments a neighbour had the core."""
+    if not os.path.isdir("/proc/self"):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    parents, ticks = {}, {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        parents[int(name)] = int(fields[1])
+        # utime, stime, and the same of children already reaped (they left the tree)
+        ticks[int(name)] = sum(int(x) for x in fields[11:15])
+    mine = {os.getpid()}
+    for pid in sorted(parents):
+        chain, cur = [], pid
+        while cur in parents and cur not in mine and cur > 1 and len(chain) < 64:
+            chain.append(cur)
+            cur = parents[cur]
+        if cur in mine:
+            mine.update(chain)
+    return sum(ticks.get(pid, 0) for pid in mine) / tick
+
+
 def run_record(output_tokens, seconds, **latency):
     record = {"output_tokens": int(output_tokens), "seconds": float(seconds),
               "tok_s": float(output_tokens) / seconds if seconds > 0 else 0.0}
     record.update({k: float(v) for k, v in latency.items() if v is not None})
+    if "batches" in record:
+        record["batches"] = int(record["batches"])
     return record
 
 
@@ -76,8 +110,8 @@ def _error_status(exc):
     return "failed"
 
 
-def write_result(doc):
-    path = os.environ.get("TRIAGEBOT_RESULT") or f"result-{CELL_ID}.json"
+def write_result(doc, path=None):
+    path = path or os.environ.get("TRIAGEBOT_RESULT") or f"result-{CELL_ID}.json"
     doc = {"schema_version": SCHEMA_VERSION, "cell_id": CELL_ID, "engine": ENGINE, **doc}
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -86,25 +120,61 @@ def write_result(doc):
     print(f"triagebot: wrote {path} (status {doc['status']})", flush=True)
 
 
+def _write_failure(exc, started, path=None):
+    status = "failed" if isinstance(exc, KeyboardInterrupt) else _error_status(exc)
+    traceback.print_exc()
+    # A template may attach the tail of a server log to the exception it raises.
+    write_result({"status": status, "error": f"{type(exc).__name__}: {exc}"[:2000],
+                  "log_tail": str(getattr(exc, "log_tail", ""))[-4000:],
+                  "env": machine_env(), "runs": [], "warmups": WARMUPS,
+                  "wall_s": time.time() - started}, path)
+
+
+def _write_ok(doc, started, path=None):
+    doc.setdefault("status", "ok")
+    doc.setdefault("warmups", WARMUPS)
+    doc["wall_s"] = time.time() - started
+    write_result(doc, path)
+
+
 def main(measure):
     """Run `measure()` and write its RunResult; on failure write the failure instead."""
     started = time.time()
     try:
         doc = measure()
     except BaseException as exc:  # noqa: BLE001 - the result file must say what happened
-        if isinstance(exc, KeyboardInterrupt):
-            status = "failed"
-        else:
-            status = _error_status(exc)
-        traceback.print_exc()
-        # A template may attach the tail of a server log to the exception it raises.
-        write_result({"status": status, "error": f"{type(exc).__name__}: {exc}"[:2000],
-                      "log_tail": str(getattr(exc, "log_tail", ""))[-4000:],
-                      "env": machine_env(), "runs": [], "warmups": WARMUPS,
-                      "wall_s": time.time() - started})
+        _write_failure(exc, started)
         sys.exit(1)
-    doc.setdefault("status", "ok")
-    doc.setdefault("warmups", WARMUPS)
-    doc["wall_s"] = time.time() - started
-    write_result(doc)
+    _write_ok(doc, started)
+
+
+def main_live(start, measure_runs):
+    """The engine kept alive across rounds (TRIAGEBOT_LIVE=1, set by the cpu runner):
+    `start()` loads the engine and runs the warm-ups once, then every line `run N PATH`
+    on stdin measures N runs with `measure_runs(state, N)` and writes their RunResult to
+    PATH; the script ends when stdin closes. Without TRIAGEBOT_LIVE it is `main`: start,
+    RUNS runs, one result. Runs measured minutes apart on one engine share its start,
+    so rounds differ by what the machine did, not by what a fresh start happened to get.
+    """
+    if os.environ.get("TRIAGEBOT_LIVE") != "1":
+        main(lambda: measure_runs(start(), RUNS))
+        return
+    started = time.time()
+    try:
+        state = start()
+    except BaseException as exc:  # noqa: BLE001 - the result file must say what happened
+        _write_failure(exc, started)
+        sys.exit(1)
+    print("triagebot: ready", flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if len(words) != 3 or words[0] != "run":
+            continue
+        began = time.time()
+        try:
+            doc = measure_runs(state, int(words[1]))
+        except BaseException as exc:  # noqa: BLE001 - the result file must say what happened
+            _write_failure(exc, began, words[2])
+            sys.exit(1)
+        _write_ok(doc, began, words[2])
 # --- end of triagebot runtime ---

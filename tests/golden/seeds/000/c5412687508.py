@@ -229,7 +229,13 @@ def vllm_commit():
     return commit[1:] if commit.startswith("g") else commit
 
 
-def measure():
+# A measured run repeats its batch until it has decoded for at least this long (the cpu
+# runner sets it): a run of a fraction of a second is moved a lot by one burst of a
+# neighbour's work, a run of seconds averages over many.
+MIN_RUN_S = float(os.environ.get("TRIAGEBOT_MIN_RUN_S", "0"))
+
+
+def start():
     import vllm
     from vllm import LLM, SamplingParams
 
@@ -237,27 +243,52 @@ def measure():
     llm = LLM(**LLM_ARGS)
     params = SamplingParams(**SAMPLING)
     requests = build_requests(llm)
+    batch_s = None
     for _ in range(WARMUPS):
+        began = time.perf_counter()
         run_batch(llm, requests, params)
+        batch_s = time.perf_counter() - began
+    batches = 1
+    if MIN_RUN_S > 0:
+        if batch_s is None:
+            began = time.perf_counter()
+            run_batch(llm, requests, params)
+            batch_s = time.perf_counter() - began
+        batches = max(1, math.ceil(MIN_RUN_S / max(batch_s, 1e-3)))
+        print(f"triagebot: a batch takes {batch_s:.2f} s; each run repeats it {batches} "
+              f"time(s)", flush=True)
+    return {"llm": llm, "params": params, "requests": requests, "batches": batches,
+            "version": vllm.__version__}
+
+
+def measure_runs(state, count):
+    llm, params, requests = state["llm"], state["params"], state["requests"]
+    batches = state["batches"]
     runs, spec, outputs = [], None, []
-    for i in range(RUNS):
+    for i in range(count):
         before = spec_snapshot(llm) if HAS_SPEC else None
-        start = time.perf_counter()
-        outputs = run_batch(llm, requests, params)
-        seconds = time.perf_counter() - start
+        cpu_before = tree_cpu_seconds()
+        start_s = time.perf_counter()
+        tokens = 0
+        for _ in range(batches):
+            outputs = run_batch(llm, requests, params)
+            tokens += sum(len(o.outputs[0].token_ids) for o in outputs)
+        seconds = time.perf_counter() - start_s
+        cpu_after = tree_cpu_seconds()
         if HAS_SPEC:
             spec = spec_add(spec, spec_delta(before, spec_snapshot(llm)))
-        tokens = sum(len(o.outputs[0].token_ids) for o in outputs)
-        runs.append(run_record(tokens, seconds))
-        print(f"triagebot: run {i + 1}/{RUNS}: {tokens} tokens in {seconds:.2f} s", flush=True)
+        cpu_s = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+        runs.append(run_record(tokens, seconds, cpu_s=cpu_s, batches=batches))
+        print(f"triagebot: run {i + 1}/{count}: {tokens} tokens in {seconds:.2f} s"
+              + (f", {cpu_s:.2f} CPU s" if cpu_s is not None else ""), flush=True)
     if HAS_SPEC:
         # vLLM's own counters as it reports them, for anyone checking our deltas.
         print("triagebot: get_metrics " + json.dumps([
             [type(m).__name__, m.name, getattr(m, "value", None), getattr(m, "values", None)]
             for m in llm.get_metrics() if "spec_decode" in m.name]), flush=True)
     return {
-        "engine_version": vllm.__version__,
-        "env": machine_env(vllm.__version__, vllm_commit()),
+        "engine_version": state["version"],
+        "env": machine_env(state["version"], vllm_commit()),
         "runs": runs,
         "spec": spec,
         "outputs_digest": digest_token_ids(o.outputs[0].token_ids for o in outputs),
@@ -265,4 +296,4 @@ def measure():
 
 
 if __name__ == "__main__":
-    main(measure)
+    main_live(start, measure_runs)

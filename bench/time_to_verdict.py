@@ -1,0 +1,120 @@
+"""Time to verdict on the `cpu` runner: wall time from the command to the report, per seed.
+
+Run from the repository root: `.venv/bin/python bench/time_to_verdict.py [--seeds DIR]
+[--cold] [--only 000,002]`. Each seed report (`../shared/seeds/*.txt` by default) is run
+as a user runs it, `triagebot repro SEED --engine vllm --runner cpu --out DIR`, one after
+another, and the progress lines it prints (one per step when not on a terminal,
+`triagebot/progress.py`) are timed as they arrive, so the table splits each run into:
+
+* prepare: from the command to the first engine start: installing the locked vLLM
+  release and building the stand-ins where missing, else a few seconds;
+* measure: from there to the report: engine starts, runs, escalation, analysis;
+* total: command to report, the figure a user waits; `total - prepare` is the time to
+  verdict with the install excluded.
+
+Without `--cold` the environments and stand-ins cached under `~/.cache/triagebot` are
+used (install excluded, as on a runner that has run a plan of the release before). With
+`--cold` each seed runs with an empty HOME, so the release's environment, uv's download
+cache and the stand-ins are all built afresh, as on a fresh machine (install included;
+several GB from PyPI per release, tens of minutes). Seeds the cpu runner refuses (exit
+3: a question only a GPU answers) are listed with their exit code and take a second.
+
+It also prints, per seed, the engine starts, the runs per cell and how many of the
+plan's comparisons were decided (SAME or DIFFERENT) rather than left UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = ROOT.parent / "shared" / "seeds"
+EXITS = {0: "reproduced", 1: "not reproduced", 2: "bad input", 3: "refused",
+         4: "inconclusive", 5: "runs failed"}
+# The progress lines that mean the plan has started measuring (an engine starts).
+MEASURING = ("starting the engine", "round ")
+
+
+def run_seed(seed: Path, out: Path, cold: bool) -> dict[str, object]:
+    env = dict(os.environ)
+    if cold:
+        home = Path(tempfile.mkdtemp(prefix="triagebot-cold-home-"))
+        env["HOME"] = str(home)
+        env.setdefault("PYENV_ROOT", str(Path.home() / ".pyenv"))
+    argv = [str(ROOT / ".venv" / "bin" / "triagebot"), "repro", str(seed), "--engine", "vllm",
+            "--runner", "cpu", "--out", str(out)]
+    began = time.monotonic()
+    prepared: float | None = None
+    with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                          text=True, cwd=ROOT) as proc:
+        assert proc.stderr is not None
+        with (out.parent / f"{out.name}.progress.log").open("w") as log:
+            for line in proc.stderr:
+                log.write(f"{time.monotonic() - began:8.1f} {line}")
+                text = line.split("] ", 1)[-1]
+                if prepared is None and text.startswith(MEASURING):
+                    prepared = time.monotonic() - began
+    total = time.monotonic() - began
+    row: dict[str, object] = {"seed": seed.name[:3], "exit": proc.returncode,
+                              "outcome": EXITS.get(proc.returncode, "?"), "total_s": total,
+                              "prepare_s": prepared if prepared is not None else total}
+    row.update(_findings(out))
+    return row
+
+
+def _findings(out: Path) -> dict[str, object]:
+    try:
+        findings = json.loads((out / "findings.json").read_text())
+        outcomes = json.loads((out / "outcomes.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    comps = [c for c in findings.get("comparisons", []) if c.get("kind") != "noise"]
+    decided = sum(1 for c in comps
+                  if (c.get("result") or {}).get("verdict") in ("SAME", "DIFFERENT"))
+    logs = {o.get("log_path") for outs in outcomes.values() for o in outs}
+    runs = [(c.get("throughput") or {}).get("n", 0) for c in findings.get("cells", [])]
+    return {"cells": len(findings.get("cells", [])), "starts": len(logs),
+            "runs": "/".join(str(r) for r in runs), "decided": f"{decided}/{len(comps)}"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=Path, default=SEEDS)
+    ap.add_argument("--only", default="", help="seed prefixes, e.g. 000,002 (default all)")
+    ap.add_argument("--cold", action="store_true",
+                    help="an empty HOME per seed: install and stand-ins included")
+    args = ap.parse_args()
+    seeds = sorted(args.seeds.glob("*.txt"))
+    if args.only:
+        seeds = [s for s in seeds if s.name[:3] in args.only.split(",")]
+    if not seeds:
+        sys.exit(f"no seeds in {args.seeds}")
+    work = Path(tempfile.mkdtemp(prefix="triagebot-bench-ttv-"))
+    load = os.getloadavg()[0]
+    rows = []
+    for seed in seeds:
+        row = run_seed(seed, work / seed.name[:3], args.cold)
+        rows.append(row)
+        print(f"  {row['seed']}: {row['outcome']} in {row['total_s']:.0f} s", flush=True)
+    print(f"\ntime to verdict, `triagebot repro SEED --engine vllm --runner cpu`, "
+          f"{'cold (empty HOME: install included)' if args.cold else 'warm caches'}; "
+          f"{os.cpu_count()} cores, load {load:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} at the end; output in {work}")
+    print(f"{'seed':<5} {'outcome':<15} {'prepare s':>9} {'measure s':>9} {'total s':>8} "
+          f"{'cells':>5} {'starts':>6} {'decided':>7}  runs per cell")
+    for r in rows:
+        total, prepare = float(r["total_s"]), float(r["prepare_s"])  # type: ignore[arg-type]
+        print(f"{r['seed']:<5} {r['outcome']!s:<15} {prepare:>9.0f} {total - prepare:>9.0f} "
+              f"{total:>8.0f} {r.get('cells', '-')!s:>5} {r.get('starts', '-')!s:>6} "
+              f"{r.get('decided', '-')!s:>7}  {r.get('runs', '-')}")
+
+
+if __name__ == "__main__":
+    main()
