@@ -112,6 +112,8 @@ def test_seed_003s_temperature_gives_way_to_greedy_where_cpu_verification_is_bro
     # The reason names the cause and the measured evidence.
     assert "never writes it back" in chosen.reason and "0 of 177" in chosen.reason
     assert C.RANDOM_SAMPLING_WHY not in plan.notes
+    # The report renders notes only: it must say the temperature run is not the report's.
+    assert any("samples greedily" in n and "temperature=1" in n for n in plan.notes)
 
 
 def test_an_explicit_temperature_is_kept_with_the_note() -> None:
@@ -119,6 +121,7 @@ def test_an_explicit_temperature_is_kept_with_the_note() -> None:
     assert {c.sampling.temperature for c in plan.cells} == {1.0}
     assert not any(d.field == "temperature" for d in plan.defaults)
     assert C.RANDOM_SAMPLING_WHY in plan.notes
+    assert not any("samples greedily" in n for n in plan.notes)
 
 
 def test_greedy_reports_and_plans_without_speculation_keep_their_temperature() -> None:

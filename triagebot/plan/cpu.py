@@ -291,10 +291,18 @@ def sampling(sampling_: Sampling, asked: float | None, wants_spec: bool, version
     if asked is not None:
         choices.note(RANDOM_SAMPLING_WHY)
         return sampling_
+    reported = f"{sampling_.temperature:g}"
     choices.default("temperature", 0.0,
-                    f"the report samples at temperature {sampling_.temperature:g}, but "
+                    f"the report samples at temperature {reported}, but "
                     f"{RANDOM_SAMPLING_CAUSE}; greedy sampling measures the drafter "
                     "(`temperature=` keeps the report's)")
+    # The report shows notes, not defaults: a reader must see that the reporter's
+    # temperature was not the one run.
+    choices.note(f"the report samples at temperature {reported}; this plan samples "
+                 f"greedily (`temperature={reported}` keeps the report's): vLLM {version}'s "
+                 "CPU build verifies drafts wrongly at temperature > 0 (its CPU expand "
+                 "kernel leaves the per-token temperature uninitialised), so acceptance "
+                 f"at {reported} would measure that, not the drafter")
     return sampling_.model_copy(update={"temperature": 0.0})
 
 
