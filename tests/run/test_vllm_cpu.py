@@ -11,7 +11,7 @@ import pytest
 
 from triagebot.engines.vllm_cpu import lock_path, locked_releases
 from triagebot.run import vllm_cpu
-from triagebot.run.provision import STAMP, ProvisionError
+from triagebot.run.provision import STAMP, ProvisionError, lock_digest
 
 
 @pytest.mark.parametrize("version", locked_releases())
@@ -49,7 +49,7 @@ def test_an_env_is_reused_only_while_its_lock_is_unchanged(tmp_path: Path) -> No
     python.write_text("#!/bin/sh\n")
     python.chmod(0o755)
     lock = lock_path("0.32.0")
-    stamp = {"lock": vllm_cpu._lock_digest(lock), "installed_version": "0.32.0"}
+    stamp = {"lock": lock_digest(lock), "installed_version": "0.32.0"}
     (env / STAMP).write_text(json.dumps(stamp))
     found = vllm_cpu.provision("0.32.0", cache_dir=tmp_path)
     assert found.python == str(python) and found.installed_version == "0.32.0"

@@ -32,11 +32,9 @@ from triagebot.run.supervise import (
     Killer,
     LogSink,
     child_environment,
-    classify,
+    outcome_of,
     read_chunk,
-    read_result,
     script_argv,
-    signal_name,
 )
 
 LIVE_ENV = {"TRIAGEBOT_LIVE": "1"}
@@ -177,29 +175,8 @@ class LiveScript:
                  limits: tuple[float, float]) -> CellOutcome:
         assert self._proc is not None and self._sink is not None
         sink = self._sink
-        result, result_error = read_result(result_path)
         code = self._proc.returncode if self._proc.returncode is not None else 0
-        status, error, notes = classify(
-            returncode=code, killed_by=killed_by, result=result, result_error=result_error,
-            oom_lines=sink.oom, config_lines=sink.config, limits=limits)
-        return CellOutcome(
-            status=status,
-            exit_code=code if code >= 0 else None,
-            signal=-code if code < 0 else None,
-            signal_name=signal_name(-code) if code < 0 else None,
-            killed_by=killed_by,
-            wall_s=round(wall_s, 3),
-            log_path=str(self.log_path),
-            log_bytes=sink.total,
-            log_truncated=sink.total > sink.written,
-            log_head=sink.head_text(),
-            log_tail=sink.tail_text(),
-            result=result,
-            result_error=result_error,
-            error=error,
-            notes=notes,
-            evidence=[*sink.oom, *sink.config] if status in ("oom", "config_rejected") else [],
-        )
+        return outcome_of(sink, code, killed_by, result_path, wall_s=wall_s, limits=limits)
 
     def close(self) -> None:
         """End the script: stdin closed (it exits by itself), then its tree stopped."""

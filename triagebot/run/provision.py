@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import importlib.util
 import json
 import os
@@ -281,6 +282,21 @@ def find_uv() -> str | None:
     """uv beside this interpreter (a venv's own), else on PATH."""
     beside = Path(sys.executable).parent / "uv"
     return str(beside) if os.access(beside, os.X_OK) else shutil.which("uv")
+
+
+def require_uv(package: str) -> str:
+    """uv's path, or a ProvisionError saying the cpu runner needs it to install `package`."""
+    found = find_uv()
+    if found is None:
+        raise ProvisionError(f"the cpu runner installs {package} with uv, which is not "
+                             "installed: `pip install uv`")
+    return found
+
+
+def lock_digest(lock: Path) -> str:
+    """A short digest of a lock file's bytes: an environment built from another lock is
+    rebuilt."""
+    return hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
 
 
 def _build(env_dir: Path, engine: str, version: str, spec: EngineSpec,

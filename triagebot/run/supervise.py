@@ -135,6 +135,7 @@ class LogSink:
     """Copies output to a capped file, keeps head and tail, and scans complete lines."""
 
     def __init__(self, path: Path, cap: int, on_line: Callable[[str], None] | None):
+        self.path = path
         self._file = path.open("wb")
         self._cap = cap
         self._on_line = on_line
@@ -324,19 +325,28 @@ def run_script(
         stop_tree(proc, grace_s)
         _drain(proc, sink)
         sink.close()
+    leftover = gpu.settled_leftover_mib(gpu_before, settle_s=gpu_settle_s)
+    return outcome_of(sink, proc.returncode, killed_by, result_path, wall_s=wall_s,
+                      limits=(wall_limit_s, silence_limit_s), leftover_gpu_mib=leftover)
+
+
+def outcome_of(sink: LogSink, returncode: int, killed_by: Killer | None, result_path: Path,
+               *, wall_s: float, limits: tuple[float, float],
+               leftover_gpu_mib: int | None = None) -> CellOutcome:
+    """What one script run came to, from its log, its exit and the result it wrote: shared
+    by a script that runs once and a live engine's round (`run/live.py`)."""
     result, result_error = read_result(result_path)
     status, error, notes = classify(
-        returncode=proc.returncode, killed_by=killed_by, result=result,
+        returncode=returncode, killed_by=killed_by, result=result,
         result_error=result_error, oom_lines=sink.oom, config_lines=sink.config,
-        limits=(wall_limit_s, silence_limit_s),
+        limits=limits,
     )
     if sink.callback_error:
         notes.append(sink.callback_error)
-    leftover = gpu.settled_leftover_mib(gpu_before, settle_s=gpu_settle_s)
-    if leftover:
-        notes.append(f"{leftover} MiB of GPU memory was still in use after the cell ended; "
-                     "later cells on this GPU may be slowed or fail")
-    code = proc.returncode
+    if leftover_gpu_mib:
+        notes.append(f"{leftover_gpu_mib} MiB of GPU memory was still in use after the cell "
+                     "ended; later cells on this GPU may be slowed or fail")
+    code = returncode
     return CellOutcome(
         status=status,
         exit_code=code if code >= 0 else None,
@@ -344,7 +354,7 @@ def run_script(
         signal_name=signal_name(-code) if code < 0 else None,
         killed_by=killed_by,
         wall_s=round(wall_s, 3),
-        log_path=str(log_path),
+        log_path=str(sink.path),
         log_bytes=sink.total,
         log_truncated=sink.total > sink.written,
         log_head=sink.head_text(),
@@ -354,7 +364,7 @@ def run_script(
         error=error,
         notes=notes,
         evidence=[*sink.oom, *sink.config] if status in ("oom", "config_rejected") else [],
-        leftover_gpu_mib=leftover,
+        leftover_gpu_mib=leftover_gpu_mib,
     )
 
 

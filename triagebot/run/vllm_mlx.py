@@ -15,7 +15,6 @@ corpus are the project's (`triagebot.run.standins`), made here.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -33,8 +32,9 @@ from triagebot.run.provision import (
     ProvisionError,
     check_modules,
     discard,
-    find_uv,
+    lock_digest,
     lock_file,
+    require_uv,
     reuse_or_build,
     run_installer,
     tail,
@@ -73,19 +73,9 @@ def provision(version: str, *, cache_dir: Path, uv: str | None = None) -> Provis
     target = env_dir(cache_dir, version)
     return reuse_or_build(cache_dir / f"vllm-mlx-{version}.lock",
                           lambda: _reuse(target, version, lock),
-                          lambda: _build(target, version, lock, uv=uv or _uv()))
+                          lambda: _build(target, version, lock, uv=uv or require_uv("vllm-mlx")))
 
 
-def _uv() -> str:
-    found = find_uv()
-    if found is None:
-        raise ProvisionError("the cpu runner installs vllm-mlx with uv, which is not "
-                             "installed: `pip install uv`")
-    return found
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def _env(target: Path, version: str, installed: str | None) -> ProvisionedEnv:
@@ -99,7 +89,7 @@ def _reuse(target: Path, version: str, lock: Path) -> ProvisionedEnv | None:
         stamp = json.loads((target / STAMP).read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    if stamp.get("lock") != _digest(lock) or not os.access(target / "bin" / "python",
+    if stamp.get("lock") != lock_digest(lock) or not os.access(target / "bin" / "python",
                                                            os.X_OK):
         return None  # the lock changed: the environment is rebuilt to match it
     return _env(target, version, stamp.get("installed_version"))
@@ -122,7 +112,7 @@ def _build(target: Path, version: str, lock: Path, *, uv: str) -> ProvisionedEnv
     if installed != version:
         raise ProvisionError(f"asked for vllm-mlx {version} but {installed} was installed")
     stamp = {"engine": ENGINE, "version": version, "installed_version": installed,
-             "mlx_lm": found.get("mlx_lm"), "lock": _digest(lock), "python": python,
+             "mlx_lm": found.get("mlx_lm"), "lock": lock_digest(lock), "python": python,
              "install_s": round(time.monotonic() - started, 1),
              "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     (target / STAMP).write_text(json.dumps(stamp, indent=2))
@@ -138,8 +128,8 @@ def write_lock(version: str, *, uv: str | None = None, out_dir: Path | None = No
         wanted.write_text("\n".join(locks.requirements(version)) + "\n")
         override = Path(tmp) / "overrides.txt"
         override.write_text("\n".join(locks.overrides(version)) + "\n")
-        argv = [uv or _uv(), "pip", "compile", "--quiet", str(wanted), "--override",
-                str(override), "--python-version", locks.PYTHON, "--python-platform",
+        argv = [uv or require_uv("vllm-mlx"), "pip", "compile", "--quiet", str(wanted),
+                "--override", str(override), "--python-version", locks.PYTHON, "--python-platform",
                 locks.PLATFORM, "--generate-hashes", "--no-header", "-o", str(target)]
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=1200,
                               check=False)
