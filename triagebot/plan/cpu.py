@@ -237,7 +237,14 @@ def scale(workload: CellWorkload, sampling: Sampling,
 
 
 def budget(base: Budget, serve: bool, runs_set: bool, warmups_set: bool) -> Budget:
-    table = {**BUDGET, **SERVE_BUDGET} if serve else BUDGET
+    return budget_from(base, {**BUDGET, **SERVE_BUDGET} if serve else BUDGET, runs_set,
+                       warmups_set)
+
+
+def budget_from(base: Budget, table: dict[str, int], runs_set: bool,
+                warmups_set: bool) -> Budget:
+    """`base` with a cpu runner's limits from `table`; runs and warm-ups the user set are
+    kept."""
     update: dict[str, int] = {"max_runs": table["max_runs"],
                               "time_limit_s": table["time_limit_s"]}
     if not runs_set:

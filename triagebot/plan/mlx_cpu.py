@@ -84,13 +84,7 @@ def _is_mllm(request: ReproRequest) -> bool:
 
 
 def budget(base: Budget, runs_set: bool, warmups_set: bool) -> Budget:
-    update: dict[str, int] = {"max_runs": BUDGET["max_runs"],
-                              "time_limit_s": BUDGET["time_limit_s"]}
-    if not runs_set:
-        update["runs"] = BUDGET["runs"]
-    if not warmups_set:
-        update["warmups"] = BUDGET["warmups"]
-    return base.model_copy(update=update)
+    return C.budget_from(base, BUDGET, runs_set, warmups_set)
 
 
 def estimate_seconds(cell: Cell, budget_: Budget) -> float:
