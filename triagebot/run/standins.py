@@ -64,28 +64,47 @@ def loaded_by(plan: Plan) -> set[str]:
 
 
 def build(recipe: Recipe, cache_dir: Path, log: Log, device: str = "cpu") -> Path:
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    final = cache_dir / recipe.folder
-    if (final / DONE).exists():
-        return final
-    with lock_file(cache_dir / f"{recipe.folder}.lock"):
-        if (final / DONE).exists():
-            return final
-        if recipe.target is not None:
-            build(recipe.target, cache_dir, log, device)
-        started = time.monotonic()
-        log(f"building stand-in {recipe.model_id} on {device}")
-        tmp = cache_dir / f".{recipe.folder}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
+    def write(tmp: Path) -> dict[str, Any]:
         _write(recipe, tmp, cache_dir, device)
         # The device is recorded: trained elsewhere, the same recipe rounds differently.
+        return {"recipe": recipe.model_dump(mode="json"), "model_id": recipe.model_id,
+                "device": device}
+
+    def target_first() -> None:
+        if recipe.target is not None:
+            build(recipe.target, cache_dir, log, device)
+
+    return build_once(cache_dir, recipe.folder, f"{recipe.model_id} on {device}", write,
+                      log, before=target_first)
+
+
+def build_once(cache_dir: Path, folder: str, what: str,
+               write: Callable[[Path], dict[str, Any]], log: Log,
+               before: Callable[[], None] | None = None) -> Path:
+    """`cache_dir / folder`, written by `write` where missing: one process builds it (a lock
+    file), under a temporary name renamed into place once `write` returned, so a folder with
+    its marker (DONE, holding what `write` returned) is always whole. Shared by every
+    stand-in builder, whichever environment trains it."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    final = cache_dir / folder
+    if (final / DONE).exists():
+        return final
+    with lock_file(cache_dir / f"{folder}.lock"):
+        if (final / DONE).exists():
+            return final
+        if before is not None:
+            before()
+        started = time.monotonic()
+        log(f"building stand-in {what}")
+        tmp = cache_dir / f".{folder}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        facts = write(tmp)
         (tmp / DONE).write_text(json.dumps(
-            {"recipe": recipe.model_dump(mode="json"), "model_id": recipe.model_id,
-             "built_s": round(time.monotonic() - started, 1), "device": device}, indent=2))
+            {**facts, "built_s": round(time.monotonic() - started, 1)}, indent=2))
         shutil.rmtree(final, ignore_errors=True)
         tmp.rename(final)
-        log(f"built {recipe.model_id} in {time.monotonic() - started:.0f} s")
+        log(f"built {facts.get('model_id', folder)} in {time.monotonic() - started:.0f} s")
         return final
 
 

@@ -23,6 +23,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from triagebot.engines import vllm_mlx_cpu as locks
 from triagebot.engines.mlx_standin import STANDIN, MlxRecipe
@@ -33,7 +34,6 @@ from triagebot.run.provision import (
     check_modules,
     discard,
     lock_digest,
-    lock_file,
     require_uv,
     reuse_or_build,
     run_installer,
@@ -42,7 +42,6 @@ from triagebot.run.provision import (
 
 ENGINE = "vllm-mlx"
 TRAIN_SCRIPT = Path(__file__).with_name("mlx_train.py")
-DONE = ".triagebot-standin.json"
 
 
 def is_cpu_plan(engine: str, gpu_kind: str) -> bool:
@@ -155,19 +154,7 @@ def build_standin(env: ProvisionedEnv, cache_dir: Path, recipe: MlxRecipe = STAN
     under a temporary name and renamed into place when complete."""
     from triagebot.run import standins
 
-    say = log or (lambda _m: None)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    final = cache_dir / recipe.folder
-    if (final / DONE).exists():
-        return final
-    with lock_file(cache_dir / f"{recipe.folder}.lock"):
-        if (final / DONE).exists():
-            return final
-        started = time.monotonic()
-        say(f"building stand-in {recipe.model_id} in vllm-mlx {env.version}")
-        tmp = cache_dir / f".{recipe.folder}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
+    def write(tmp: Path) -> dict[str, Any]:
         tokenizer = standins.train_tokenizer(recipe.corpus)
         tokenizer.save_pretrained(tmp)
         ids: list[int] = []
@@ -187,14 +174,12 @@ def build_standin(env: ProvisionedEnv, cache_dir: Path, recipe: MlxRecipe = STAN
         (tmp / "ids.json").unlink()
         (tmp / "spec.json").unlink()
         losses = train_log.read_text(errors="replace").strip().splitlines()[-1]
-        (tmp / DONE).write_text(json.dumps(
-            {"recipe": recipe.model_dump(mode="json"), "model_id": recipe.model_id,
-             "trained": json.loads(losses), "engine_version": env.version,
-             "built_s": round(time.monotonic() - started, 1)}, indent=2))
-        shutil.rmtree(final, ignore_errors=True)
-        tmp.rename(final)
-        say(f"built {recipe.model_id} in {time.monotonic() - started:.0f} s")
-        return final
+        return {"recipe": recipe.model_dump(mode="json"), "model_id": recipe.model_id,
+                "trained": json.loads(losses), "engine_version": env.version}
+
+    return standins.build_once(cache_dir, recipe.folder,
+                               f"{recipe.model_id} in vllm-mlx {env.version}", write,
+                               log or (lambda _m: None))
 
 
 # --- running ---------------------------------------------------------------------------------
