@@ -6,6 +6,7 @@ transformers engine) -> exactly one comment, edited from acknowledgement to fina
 from __future__ import annotations
 
 import contextlib
+import html
 import json
 import logging
 import os
@@ -114,9 +115,34 @@ def bot_comments(fake: FakeGitHub) -> list[Any]:
     return [c for c in fake.comments(REPO, 42) if c.author == "triagebot[bot]"]
 
 
+# The progress line the CLI prints (`triagebot.progress.describe`), as the App shows it.
+STAGE = (r"Now: (round \d+ · cell \d+ of \d+: .+ · \d+/\d+ runs|"
+         r"analysing the runs|preparing|starting the engine)")
+
+
+def job_page_stages(service: dict[str, Any], timeout: float) -> list[str]:
+    """The distinct "Now: ..." lines the job page showed, polled until the job is done."""
+    store: JobStore = service["store"]
+    job = wait_for(lambda: store.thread_jobs(REPO, 42), 30, "the job record",
+                   lambda: logs(service))[0]
+    seen: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        page = httpx.get(f"{service['web'].url}/jobs/{job.id}", timeout=10)
+        assert page.status_code == 200, page.text
+        found = re.search(r"Now: [^<]*", html.unescape(page.text))
+        if found and found.group(0) not in seen:
+            seen.append(found.group(0).strip())
+        if store.require(job.id).published:
+            return seen
+        time.sleep(0.2)
+    raise AssertionError(f"job {job.id} did not finish in {timeout} s\n{logs(service)}")
+
+
 def test_comment_to_one_report(service: dict[str, Any]) -> None:
     comment_id, response = deliver(service)
     assert response.status_code == 202, response.text
+    page_stages = job_page_stages(service, timeout=300)
     job = finished_job(service, timeout=300)
     fake: FakeGitHub = service["fake"]
     assert job.state == "done", job.error
@@ -141,12 +167,14 @@ def test_comment_to_one_report(service: dict[str, Any]) -> None:
     stages = [m.group(0) for b in first_edit_bodies[:-1]
               if (m := re.search(r"Now: .*", b))]
     assert stages, first_edit_bodies
-    assert all(re.match(r"Now: (round \d+ · cell \d+ of \d+: .+ · \d+/\d+ runs|"
-                        r"analysing the runs|preparing|starting the engine)", s)
-               for s in stages), stages
+    assert all(re.match(STAGE, s) for s in stages), stages
     assert ("triagebot[bot]", "+1") in fake.reactions(comment_id)
     assert ("triagebot[bot]", "rocket") in fake.reactions(comment_id)
-    # The job page shows it too.
+    # The job page showed the same stages while it ran, in the same words.
+    assert page_stages, "the job page never showed what the runner was doing"
+    assert set(stages) & set(page_stages), (stages, page_stages)
+    assert all(re.match(STAGE, s) for s in page_stages), page_stages
+    # The job page shows the report once done.
     page = httpx.get(f"{service['web'].url}/jobs/{job.id}.json", timeout=10).json()
     assert page["state"] == "done" and page["report"]
 
