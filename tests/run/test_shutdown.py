@@ -220,3 +220,35 @@ def test_an_owner_is_its_pid_and_start_time_so_a_reused_pid_is_no_owner(
         for child in children:
             child.kill()
             child.wait()
+
+
+FAKE_SERVE = """
+server = start_tied([sys.executable, "-c", "import time; time.sleep(600)"])
+print(server.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_server_in_a_session_of_its_own_ends_when_its_script_is_killed(
+        tmp_path: Path) -> None:
+    runtime = environment().get_template("_common/runtime.py.j2").render(
+        cell={"cell_id": "c0123456789", "engine": "vllm"}, budget=Budget(runs=1, warmups=0),
+        schema_version=1)
+    script = tmp_path / "fake_serve.py"
+    script.write_text(runtime + textwrap.dedent(FAKE_SERVE))
+    proc = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    server = None
+    try:
+        assert proc.stdout is not None
+        server = int(proc.stdout.readline())
+        # Out of reach of the script's group, as the serve templates want it...
+        assert os.getsid(server) == server != os.getsid(proc.pid)
+        proc.kill()  # ...and SIGKILL runs nothing in the script
+        proc.wait()
+        _wait(lambda: _state(server) in ("gone", "Z"), "the server to end", 10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if server is not None and _state(server) not in ("gone", "Z"):
+            os.kill(server, signal.SIGKILL)
