@@ -51,7 +51,7 @@ while True:
 """
 
 HOLDER = """
-import sys, time
+import os, subprocess, sys, time
 from pathlib import Path
 from triagebot.run.leftovers import OWNER_VAR, owner_tag
 from triagebot.run.live import LivePool, LiveScript
@@ -72,7 +72,10 @@ def main():
                 cwd=folder, silence_limit_s=60, grace_s=60))
             outcome = live.measure(1, folder / f"{key}.json", wall_limit_s=60)
             assert outcome.status == "ok", outcome
-        if mode == "one-shot":
+        if mode == "installer":  # a child in the holder's own group, as uv is
+            subprocess.run([sys.executable, "-c", "import time; time.sleep(600)"],
+                           env={**os.environ, **env}, check=False)
+        elif mode == "one-shot":
             run_script(Path(one_shot), python=sys.executable, env=env,
                        result_path=folder / "once.json", log_path=folder / "once.log",
                        wall_limit_s=600, silence_limit_s=60, grace_s=60, gpu_settle_s=0)
@@ -124,8 +127,8 @@ def _holder(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], str]:
 
 def _tree(scope: str, holder: subprocess.Popen[str], mode: str) -> list[int]:
     """The holder's processes once all are there: two paused fake engines (script and
-    core each), and in one-shot mode the running script and its child."""
-    want = 6 if mode == "one-shot" else 4
+    core each), and the running one-shot script and its child, or the installer."""
+    want = {"one-shot": 6, "installer": 5}.get(mode, 4)
 
     def ready() -> list[int]:
         assert holder.poll() is None, holder.communicate()
@@ -144,7 +147,7 @@ def _none_left(pids: list[int], scope: str) -> None:
 @pytest.mark.parametrize(("sig", "mode"), [
     pytest.param(sig, mode, id=f"{sig.name}-{mode}") for sig, mode in (
         (signal.SIGTERM, "paused"), (signal.SIGINT, "paused"), (signal.SIGTERM, "one-shot"),
-        (signal.SIGHUP, "one-shot"))])
+        (signal.SIGHUP, "one-shot"), (signal.SIGTERM, "installer"))])
 def test_a_signalled_holder_stops_every_engine_it_started(tmp_path: Path,
                                                           sig: signal.Signals,
                                                           mode: str) -> None:

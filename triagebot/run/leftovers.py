@@ -7,9 +7,11 @@ spawn, as a child of the script with no parent-death signal of its own, and a li
 engine's tree may be stopped between rounds, where it never reads the end of its stdin
 and no handler of its own can run. So those processes stay, holding their memory.
 
-Every script starts with `TRIAGEBOT_OWNER=<scope>:<pid>:<start>` in its environment
-(`owner_tag`, set by `supervise.child_environment`), and every process under it inherits
-it: the engine core, its workers, a server in a session of its own. `reap` ends the
+Every script starts with `TRIAGEBOT_OWNER=<scope>:<pid>:<start>` as the last entry of its
+environment (`owner_tag`, set by `supervise.child_environment`), and every process under
+it inherits it: the engine core, its workers, a server in a session of its own. (Last,
+because a process that sets its title, as vLLM's do, overwrites the first entries of the
+environment block that /proc shows.) `reap` ends the
 processes of this user whose environment names an owner of `scope` that is no longer
 running: its pid gone, or taken by a process started at another time. A process without
 the tag is never touched, and the scope (the environment cache a runner uses) keeps one

@@ -136,9 +136,10 @@ def stop_descendants(grace_s: float = STOP_GRACE_S) -> int:
 def on_stop_signals(signals: Iterable[int] = STOP_SIGNALS,
                     grace_s: float = STOP_GRACE_S) -> Iterator[None]:
     """Within the block, `signals` stop every process this one started and raise
-    `Stopped`. A signal whose handler is SIG_IGN stays ignored (`nohup` ignores SIGHUP,
-    a Celery pool process SIGINT: whoever started us chose that). Off the main thread,
-    where Python cannot set handlers, the block runs as it is."""
+    `Stopped`, after which the process is expected to end (`exit_by`). A signal whose
+    handler is SIG_IGN stays ignored (`nohup` ignores SIGHUP, a Celery pool process
+    SIGINT: whoever started us chose that). Off the main thread, where Python cannot set
+    handlers, the block runs as it is."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -160,8 +161,11 @@ def on_stop_signals(signals: Iterable[int] = STOP_SIGNALS,
     try:
         yield
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old if old is not None else signal.SIG_DFL)
+        # After a Stopped the handler stays: it ignores more signals while the caller
+        # says what happened and ends (a second Ctrl-C must not print a traceback).
+        if not fired:
+            for sig, old in previous.items():
+                signal.signal(sig, old if old is not None else signal.SIG_DFL)
 
 
 def exit_by(signum: int) -> NoReturn:
@@ -184,7 +188,9 @@ def run_until_stopped(main: Callable[[], R], say: Callable[[str], None] | None =
         with on_stop_signals():
             return main()
     except Stopped as stop:
-        (say or _to_stderr)(stop.message)
+        # The terminal may be gone (SIGHUP): the line is lost then, not the exit status.
+        with contextlib.suppress(Exception):
+            (say or _to_stderr)(stop.message)
         exit_by(stop.signum)
 
 

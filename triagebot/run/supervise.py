@@ -125,11 +125,13 @@ def child_environment(
         rest = [p for p in out.get("PATH", os.defpath).split(os.pathsep) if p != bindir]
         out["PATH"] = os.pathsep.join([bindir, *rest])
     out.update(DEFAULT_CHILD_ENV)
-    # Who started the script, inherited by all it starts: what a runner killed outright
-    # leaves behind is found by it (`leftovers.reap`). A caller sets its own scope.
-    out[OWNER_VAR] = owner_tag("")
     out.update(env)
     out["TRIAGEBOT_RESULT"] = str(result_path)
+    # Who started the script, inherited by all it starts: what a runner killed outright
+    # leaves behind is found by it (`leftovers.reap`); a caller may set its own scope.
+    # Last: a process that sets its title (vLLM's engine core and workers, through
+    # setproctitle) overwrites the first entries of its environment block with it.
+    out[OWNER_VAR] = out.pop(OWNER_VAR, "") or owner_tag("")
     return out
 
 
