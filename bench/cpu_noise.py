@@ -46,6 +46,7 @@ from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.live import LiveScript
 from triagebot.run.orchestrate import DEFAULT_CACHE
+from triagebot.run.shutdown import run_until_stopped
 from triagebot.run.supervise import CellOutcome, run_script
 
 WAYS = ("restart, 1 batch", "live, 1 batch", "live, >= {s:g} s")
@@ -187,4 +188,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Killed or interrupted, it stops the engines it started (a live one may be paused,
+    # SIGSTOPped, which no signal but SIGKILL ends) instead of leaving them behind.
+    run_until_stopped(main)

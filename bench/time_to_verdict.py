@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from triagebot.run.shutdown import run_until_stopped
+
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds"
 EXITS = {0: "reproduced", 1: "not reproduced", 2: "bad input", 3: "refused",
@@ -117,4 +119,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Killed or interrupted, it stops the engines it started (a live one may be paused,
+    # SIGSTOPped, which no signal but SIGKILL ends) instead of leaving them behind.
+    run_until_stopped(main)

@@ -296,3 +296,15 @@ def test_classify_table(code: int, killed: str | None, status: str | None, oom: 
     assert (error is None) == (want == "ok")
     if result is not None and got != status:
         assert notes
+
+
+def test_the_owner_tag_comes_last_where_a_process_title_does_not_overwrite_it(
+        tmp_path: Path) -> None:
+    from triagebot.run.leftovers import OWNER_VAR, owner_tag
+
+    env = child_environment({"A": "1"}, result_path=tmp_path / "r", python="python",
+                            parent={"PATH": "/bin"})
+    assert list(env)[-1] == OWNER_VAR and env[OWNER_VAR] == owner_tag("")
+    mine = child_environment({OWNER_VAR: owner_tag("s"), "B": "2"},
+                             result_path=tmp_path / "r", python="python", parent={})
+    assert list(mine)[-1] == OWNER_VAR and mine[OWNER_VAR] == owner_tag("s")

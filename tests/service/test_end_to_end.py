@@ -212,6 +212,46 @@ def test_gpu_worker_killed_mid_cell_reruns_it_and_reports_once(
     assert not list(redis_client.scan_iter(match=settings.key("job", job.id, "lock")))
 
 
+def test_gpu_pool_process_terminated_mid_cell_stops_the_cell_and_reruns_the_job(
+        service: dict[str, Any]) -> None:
+    # Celery ends a pool process with SIGTERM (cold shutdown, a revoke with terminate, the
+    # first step of a hard time limit). Before, it died at once and the cell's script, in
+    # a session of its own, ran on; now the script's tree is stopped first, and the
+    # process still dies by SIGTERM, so Celery queues the job again as for a lost worker.
+    from triagebot.run import leftovers
+
+    store: JobStore = service["store"]
+    settings: Settings = service["settings"]
+    gpu: Worker = service["gpu"]
+    scope = leftovers.scope_of(settings.env_cache_dir)
+    assert deliver(service)[1].status_code == 202
+    job = wait_for(lambda: store.thread_jobs(REPO, 42), 30, "the job record",
+                   lambda: logs(service))[0]
+    held: dict[str, Any] = {}
+
+    def a_cell_running() -> bool:
+        for child in gpu.pool_children():
+            if tree := leftovers.started_by(scope, child):
+                held.update(child=child, tree=tree)
+                return True
+        return False
+
+    deadline = time.monotonic() + 240
+    while not a_cell_running():
+        assert time.monotonic() < deadline, logs(service)
+        time.sleep(0.02)
+    os.kill(held["child"], signal.SIGTERM)
+    wait_for(lambda: all(not Path(f"/proc/{p}").exists() or
+                         Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+                         == "Z" for p in held["tree"]), 30, "the cell's processes to end",
+             lambda: logs(service))
+    assert "stopped the" in gpu.tail(200) or "no process of the run" in gpu.tail(200)
+    done = finished_job(service, timeout=300)
+    assert done.id == job.id and done.state == "done", f"{done.error}\n{logs(service)}"
+    assert done.attempts == 2
+    assert len(bot_comments(service["fake"])) == 1
+
+
 # The production clocks of lock, heartbeat and reaper: the recovery bound is about them.
 PRODUCTION_CLOCKS = {"lock_ttl_s": 30, "heartbeat_s": 10.0, "reap_interval_s": 10.0}
 

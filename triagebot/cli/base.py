@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, ParamSpec, TypeVar
 
 import typer
 
@@ -147,6 +149,27 @@ def escape(text: str) -> str:
     from rich.markup import escape as rich_escape
 
     return rich_escape(text)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def stoppable(command: Callable[P, R]) -> Callable[P, R]:
+    """A command that runs engines, made to stop them when it is told to stop.
+
+    SIGTERM, SIGINT (Ctrl-C) and SIGHUP (the terminal closed) stop every script and engine
+    the command started (`triagebot.run.shutdown`), print one line that says so instead of
+    a traceback, and end the command by the same signal, as shells expect."""
+
+    @functools.wraps(command)
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        from triagebot.run.shutdown import run_until_stopped
+
+        return run_until_stopped(lambda: command(*args, **kwargs),
+                                 lambda line: console(stderr=True).print(escape(line)))
+
+    return run
 
 
 def fail(code: int, message: str) -> typer.Exit:

@@ -22,6 +22,7 @@ from triagebot.cli.base import (
     console,
     escape,
     fail,
+    stoppable,
 )
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ BISECT_HELP = "\n\n".join((
 
 
 @app.command(name="bisect", help=BISECT_HELP)
+@stoppable
 def bisect_command(
     path: Annotated[str, typer.Argument(
         metavar="REPORT", help="Report file, - for stdin, or an issue/PR URL.")],

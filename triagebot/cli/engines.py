@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from triagebot.cli.base import EXIT_RUN_ERROR, EXIT_USAGE, app, console, fail
+from triagebot.cli.base import EXIT_RUN_ERROR, EXIT_USAGE, app, console, fail, stoppable
 
 engines_app = typer.Typer(help="What each engine release accepts, and how that table is kept.",
                           rich_markup_mode=None,
@@ -79,6 +79,7 @@ def _only_cpu(kind: str) -> None:
 
 
 @runner_app.command("setup")
+@stoppable
 def runner_setup(
     kind: Annotated[str, typer.Argument(metavar="KIND", help="Runner kind: cpu.")],
     version: Annotated[str | None, typer.Option(

@@ -25,10 +25,12 @@ from triagebot.cli.base import (
     console,
     escape,
     fail,
+    stoppable,
 )
 
 
 @app.command()
+@stoppable
 def repro(
     path: ReportArg,
     overrides: OverridesArg = None,

@@ -30,7 +30,7 @@ from triagebot.analyze.verdict import DEFAULT_MARGIN, DEFAULT_NEGLIGIBLE
 from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.progress import Event, Pace
 from triagebot.render import RenderedScript
-from triagebot.run import standins, vllm_cpu, vllm_mlx
+from triagebot.run import leftovers, standins, vllm_cpu, vllm_mlx
 from triagebot.run.live import LIVE_TEMPLATES, LivePool, LiveScript
 from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
 from triagebot.run.schedule import (
@@ -117,6 +117,10 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
 
     emit = progress or (lambda _e: None)
     started = time.monotonic()
+    # Engines a runner sharing this cache left when it was killed outright (SIGKILL, a
+    # hard time limit) hold memory this plan needs; our scripts carry our tag.
+    scope = leftovers.scope_of(settings.cache_dir)
+    leftovers.reap(scope, log=lambda m: emit(Event(kind="provision", message=m)))
     results: dict[str, list[RunResult]] = {c.cell_id: [] for c in plan.cells}
     outcomes: dict[str, list[CellOutcome]] = {c.cell_id: [] for c in plan.cells}
     emit(Event(kind="provision", message=f"preparing {plan.engine} "
@@ -154,6 +158,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
 
     live = settings.live and bool(runner_env) and all(
         c.template in LIVE_TEMPLATES for c in plan.cells)
+    runner_env = {**runner_env, leftovers.OWNER_VAR: leftovers.owner_tag(scope)}
     pool = LivePool() if live else None
     # vLLM's sockets and temp files of every live engine, removed once all have ended.
     with contextlib.ExitStack() as scratch:
@@ -247,9 +252,9 @@ def _run_slot(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
               stop: Callable[[], bool] | None) -> CellOutcome:
     cell = plan.cell(slot.cell_id)
     name = f"{slot.cell_id}-r{slot.round}"
-    scratch = (contextlib.nullcontext(cast(dict[str, str], {})) if not runner_env
-               else vllm_mlx.per_run_dirs() if plan.engine == vllm_mlx.ENGINE
-               else vllm_cpu.per_run_dirs())
+    scratch = (vllm_mlx.per_run_dirs() if vllm_mlx.is_cpu_plan(plan.engine, plan.gpu_kind)
+               else vllm_cpu.per_run_dirs() if vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind)
+               else contextlib.nullcontext(cast(dict[str, str], {})))
     with scratch as dirs:
         return run_script(
             script,

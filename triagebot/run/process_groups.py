@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def _proc_table() -> list[tuple[int, str, int, int]] | None:
+def proc_table() -> list[tuple[int, str, int, int]] | None:
     """(pid, state, ppid, pgrp) for every process, from /proc; None off Linux."""
     if not os.path.isdir("/proc/self"):
         return None
@@ -37,7 +37,7 @@ def _tree_groups(root: int) -> set[int]:
     the script's group would leave that server, and its GPU memory, behind.
     """
     groups = {root}
-    table = _proc_table()
+    table = proc_table()
     if table is None:
         return groups
     children: dict[int, list[tuple[int, int]]] = {}
@@ -54,7 +54,7 @@ def _tree_groups(root: int) -> set[int]:
 def _groups_alive(groups: Iterable[int]) -> bool:
     """Whether any non-zombie process is left in `groups`."""
     groups = set(groups)
-    table = _proc_table()
+    table = proc_table()
     if table is None:
         for pgid in groups:
             try:

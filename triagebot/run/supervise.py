@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from triagebot.model import RunResult, RunStatus
 from triagebot.run import gpu
+from triagebot.run.leftovers import OWNER_VAR, owner_tag
 from triagebot.run.process_groups import has_exited, stop_tree
 
 HEAD_BYTES = 8 * 1024
@@ -114,7 +115,8 @@ def child_environment(
     env: Mapping[str, str], *, result_path: Path, python: str,
     parent: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The whole environment a script gets: allowlisted basics, `env`, the result path."""
+    """The whole environment a script gets: allowlisted basics, the owner's tag, `env`,
+    the result path."""
     parent = os.environ if parent is None else parent
     out = {name: parent[name] for name in BASE_ENV if name in parent}
     # Scripts find engine CLIs (`vllm serve`) beside their interpreter.
@@ -125,6 +127,11 @@ def child_environment(
     out.update(DEFAULT_CHILD_ENV)
     out.update(env)
     out["TRIAGEBOT_RESULT"] = str(result_path)
+    # Who started the script, inherited by all it starts: what a runner killed outright
+    # leaves behind is found by it (`leftovers.reap`); a caller may set its own scope.
+    # Last: a process that sets its title (vLLM's engine core and workers, through
+    # setproctitle) overwrites the first entries of its environment block with it.
+    out[OWNER_VAR] = out.pop(OWNER_VAR, "") or owner_tag("")
     return out
 
 

@@ -15,6 +15,7 @@ from celery.utils.nodenames import host_format
 
 from triagebot.github.auth import app_problem
 from triagebot.jobs.store import JobStore
+from triagebot.run import leftovers
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery
@@ -60,6 +61,11 @@ def worker_argv(settings: Settings, queues: list[str], name: str | None,
 def run_worker(settings: Settings, queues: list[str], *, name: str | None = None,
                concurrency: int | None = None, loglevel: str = "info") -> None:
     argv = worker_argv(settings, queues, name, concurrency, loglevel)
+    if any(q.startswith("gpu-") for q in queues):
+        # A predecessor killed outright (SIGKILL, the OOM killer, a lost pool process)
+        # may have left engines running, or stopped between rounds, holding the memory
+        # this worker's jobs need.
+        leftovers.reap(leftovers.scope_of(settings.env_cache_dir), log=log.warning)
     app = create_celery(settings)
     stop = threading.Event()
     label = host_format(argv[argv.index("-n") + 1])

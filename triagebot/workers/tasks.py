@@ -19,6 +19,7 @@ from functools import cache
 from typing import Any
 
 import redis
+from billiard.process import current_process
 from celery import Celery, Task
 
 from triagebot.github.client import GitHubClient
@@ -26,6 +27,7 @@ from triagebot.github.errors import GitHubError
 from triagebot.github.events import ThreadEvent
 from triagebot.jobs.deliveries import DeliveryLog, FailedEvent
 from triagebot.jobs.store import JobStore
+from triagebot.run.shutdown import run_until_stopped
 from triagebot.settings import Settings, SettingsError
 from triagebot.workers import task_queues
 from triagebot.workers.retry_policy import MAX_FAILURES, next_try
@@ -151,7 +153,22 @@ def register(app: Celery) -> None:
     @app.task(name=task_queues.RUN_JOB, bind=True, acks_late=True, reject_on_worker_lost=True,
               max_retries=lock_retries)
     def run_job(self: Task, job_id: str) -> str:
-        outcome = JobRunner(settings, store(), app, worker=self.request.hostname).run(job_id)
+        # A pool process ends on SIGTERM (Celery's cold shutdown, a revoke with terminate,
+        # the first step of a hard time limit) without a `finally`: the engines the job
+        # started, in sessions of their own, would outlive it. Stopped first, they don't;
+        # the process then dies of the same signal, so Celery still sees a worker lost
+        # mid-job and queues the job again (`reject_on_worker_lost`). What a SIGKILL
+        # leaves (a hard limit's KILL comes a tenth of a second after its TERM) the next
+        # run and the next worker end (`triagebot.run.leftovers`).
+        def run() -> str:
+            return JobRunner(settings, store(), app, worker=self.request.hostname).run(job_id)
+
+        # Only in a pool process: where the task runs in the worker's own process (the
+        # solo pool, an eager call) the signals are Celery's, for its warm shutdown.
+        if current_process().name == "MainProcess":
+            outcome = run()
+        else:
+            outcome = run_until_stopped(run, lambda m: log.warning("job %s: %s", job_id, m))
         if outcome == "locked":
             # Another worker holds the job, or one died holding it: look again once the
             # lock would have expired.

@@ -92,6 +92,32 @@ def tree_cpu_seconds():
     return sum(ticks.get(pid, 0) for pid in mine) / tick
 
 
+# Runs first in a server's process, then becomes the server (exec keeps what it set): ask
+# the kernel to send the server SIGTERM when this script dies (Linux PR_SET_PDEATHSIG).
+# A server runs in a session of its own, so that stopping it stops its engine processes,
+# and so nothing aimed at this script reaches it; this script dies by SIGKILL when its
+# supervisor dies, running no `finally`. On SIGTERM the server stops its own engine core,
+# which SIGKILL would leave behind. The signal comes when the thread that started the
+# server ends: servers are started from the main thread.
+_TIED = (
+    "import ctypes, os, signal, sys\n"
+    "try:\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))\n"
+    "except Exception:\n"
+    "    pass\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    sys.exit(70)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
+def start_tied(argv, **popen_kwargs):
+    """Start a server in a session of its own that ends when this script does."""
+    if sys.platform.startswith("linux"):
+        argv = [sys.executable, "-S", "-c", _TIED, str(os.getpid()), *argv]
+    return subprocess.Popen(argv, start_new_session=True, **popen_kwargs)
+
+
 def run_record(output_tokens, seconds, **latency):
     record = {"output_tokens": int(output_tokens), "seconds": float(seconds),
               "tok_s": float(output_tokens) / seconds if seconds > 0 else 0.0}

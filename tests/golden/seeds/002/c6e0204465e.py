@@ -90,7 +90,8 @@ def start_server(port, log_path):
     cmd = [exe, "serve", MODEL, "--host", HOST, "--port", str(port), *to_flags(SERVE_FLAGS)]
     print("triagebot: " + " ".join(cmd), flush=True)
     log = open(log_path, "w")
-    return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # A session of its own, ended with this script (`start_tied`).
+    return start_tied(cmd, stdout=log, stderr=subprocess.STDOUT)
 
 
 def stop_server(proc):

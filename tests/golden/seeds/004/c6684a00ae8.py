@@ -125,8 +125,7 @@ def start_server(exe, port):
     print("triagebot: starting " + shlex.join(argv), flush=True)
     with open(LOG_PATH, "w") as log:
         # A process group of its own, so stopping it also stops its engine workers.
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = start_tied(argv, stdout=log, stderr=subprocess.STDOUT)
     print(f"triagebot: server pid {proc.pid}", flush=True)
     return proc
 
