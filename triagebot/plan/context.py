@@ -30,7 +30,9 @@ class PlanContext(BaseModel):
     stands_in_for: str | None = None
     # The stand-in family, on the cpu runner only.
     cpu_family: Family | None = None
+    # On the cpu runner, a multimodal plan runs the vision-language stand-in instead.
+    cpu_vision: bool = False
 
     @property
     def on_cpu(self) -> bool:
-        return self.cpu_family is not None
+        return self.cpu_family is not None or self.cpu_vision
