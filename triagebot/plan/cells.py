@@ -87,6 +87,7 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
             # needs a GPU.
             eager, graph = axis.levels
             base.update(eager.fields)
+            context.base_label = eager.name
             answered = True
             choices.note(f"the report compares {axis.name} ({eager.name}, {graph.name}): "
                          f"the cpu runner measures the {eager.name} arm and refuses the "
@@ -243,7 +244,7 @@ def _cell(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
     spec = fields.get("spec")
     if spec is not None and context.extra_spec:
         fields["extra_speculative_config"] = context.extra_spec
-    label = " + ".join(level.name for _, level in levels) or "baseline"
+    label = " + ".join(level.name for _, level in levels) or context.base_label or "baseline"
     if replica:
         label += " (A/A)"
     fields.update(
@@ -299,6 +300,9 @@ def plan_question(request: ReproRequest, axes: list[Axis], primary: int, base: d
     spec = base.get("spec")
     if spec is not None:
         where += f" with {spec.method} k={spec.num_speculative_tokens}"
+    if not axes and context.cpu_vision and context.base_label:
+        return (f"How long does the vision encoder of {model} take per request on {where} "
+                f"({context.base_label}; the graph arm needs a GPU)?")
     if not axes:
         return f"How fast is {model} on {where}?"
     p = axes[primary]

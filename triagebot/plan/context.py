@@ -32,6 +32,9 @@ class PlanContext(BaseModel):
     cpu_family: Family | None = None
     # On the cpu runner, a multimodal plan runs the vision-language stand-in instead.
     cpu_vision: bool = False
+    # The label of a plan's one configuration where no axis is left to name it (the eager
+    # arm the cpu runner keeps of an encoder-graph comparison).
+    base_label: str | None = None
 
     @property
     def on_cpu(self) -> bool:
