@@ -8,7 +8,7 @@ from tests.conftest import seed_path
 from triagebot.engines import standins
 from triagebot.engines.vllm_cpu import locked_releases, mm_releases
 from triagebot.errors import PlanRejected
-from triagebot.model import Plan, Sampling
+from triagebot.model import CellWorkload, Plan, Sampling
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
@@ -181,6 +181,13 @@ def test_a_multimodal_report_that_speculates_runs_a_text_stand_in() -> None:
     assert {c.workload.kind for c in plan.cells} == {"offline"}
     assert standins.vision().model_id not in {c.model for c in plan.cells}
     assert any(C.MULTIMODAL_SPEC_WHY in n for n in plan.notes)
+    # Another workload asked by name runs text too, and says how images are sent.
+    choices = Choices()
+    images = CellWorkload(kind="serve", dataset="random-mm", num_prompts=32, input_len=128,
+                          concurrency=8, modality="image", images_per_prompt=1)
+    workload, _ = C.scale(images, Sampling(temperature=0.0, max_tokens=64), choices)
+    assert workload.modality == "text" and workload.images_per_prompt == 0
+    assert any(C.MULTIMODAL_WORKLOAD_WHY in n for n in choices.notes)
 
 
 def test_sglang_on_the_cpu_runner_is_refused_with_the_reason() -> None:

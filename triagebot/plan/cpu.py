@@ -54,6 +54,10 @@ MULTIMODAL_RELEASE_WHY = ("vLLM's CPU build loads a vision-language model only b
 # Why a multimodal report that also speculates runs on a text stand-in.
 MULTIMODAL_SPEC_WHY = ("the vision-language stand-in (a tiny GLM-4.1V) has no draft or MTP "
                        "layer, so a plan that speculates runs a text stand-in")
+# Why a multimodal report asked to run another workload (workload=offline/serve) does.
+MULTIMODAL_WORKLOAD_WHY = ("the cpu runner sends images only through `vllm bench "
+                           "mm-processor` (workload=mm_processor) on the vision-language "
+                           "stand-in; the asked workload runs a text stand-in")
 VIT_GRAPH_WHY = ("encoder (ViT) CUDA graphs need a GPU: a CPU has no CUDA graphs and "
                  "vLLM's CPU build runs the vision encoder eagerly; this needs a GPU runner")
 # Engines the cpu runner cannot run at all, and why (the plan refuses them).
@@ -264,7 +268,7 @@ def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
         choices.note("the stand-ins have no chat template: the cpu runner sends plain "
                      "prompts where the report used chat messages")
     if workload.modality != "text" or workload.kind == "mm_processor":
-        why = MULTIMODAL_SPEC_WHY if speculates else MULTIMODAL_RELEASE_WHY
+        why = MULTIMODAL_SPEC_WHY if speculates else MULTIMODAL_WORKLOAD_WHY
         choices.note(f"the report's multimodal inputs are not reproduced on the cpu "
                      f"runner: {why}")
     if workload.kind == "mm_processor":
@@ -426,8 +430,10 @@ def estimate_seconds(cell: Cell, budget_: Budget) -> float:
     startup += 25.0 if cell.workload.kind == "serve" else 0.0
     batch = 0.02 * cell.sampling.max_tokens * max(1, cell.workload.num_prompts // 8)
     if cell.workload.kind == "mm_processor":
-        # Every run starts an engine; each request encodes its image and decodes a little.
-        return (budget_.warmups + budget_.runs) * (startup + 2.0 * cell.workload.num_prompts)
+        # Every run starts an engine (four processes import vLLM: ~2 minutes on a shared
+        # 2-core runner, the encoder's start-up profiling included); each request encodes
+        # its image and decodes a little.
+        return (budget_.warmups + budget_.runs) * (120.0 + 2.0 * cell.workload.num_prompts)
     if cell.workload.kind == "serve":
         return startup + (budget_.warmups + budget_.runs) * 12.0
     return startup + budget_.warmups * batch + budget_.runs * max(batch, MIN_RUN_S)
