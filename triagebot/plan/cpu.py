@@ -332,8 +332,9 @@ def finish_cell(cell: Cell) -> Cell:
     args["dtype"] = DTYPE
     args["max_num_seqs"] = MAX_NUM_SEQS
     if cell.workload.modality == "image":
-        # Unnamed, a modality's limit defaults to one item, and the engine's start-up
-        # profiles the encoder on a video too.
+        # Left unnamed, video keeps its default limit and the engine's start-up profiles
+        # a video as well, which failed on the stand-in ("Found 60 <|video|> tokens in
+        # the text but no videos were passed").
         args["limit_mm_per_prompt"] = {"image": cell.workload.images_per_prompt, "video": 0}
     return cell.model_copy(update={"engine_args": args, "env": {**cell.env, **ENV}})
 
