@@ -6,9 +6,9 @@ import pytest
 
 from tests.conftest import seed_path
 from triagebot.engines import standins
-from triagebot.engines.vllm_cpu import locked_releases
+from triagebot.engines.vllm_cpu import locked_releases, mm_releases
 from triagebot.errors import PlanRejected
-from triagebot.model import Plan, Sampling
+from triagebot.model import CellWorkload, Plan, Sampling
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
@@ -141,13 +141,53 @@ def test_seed_004_cudagraph_modes_are_refused_with_the_reason() -> None:
         plan_for("004")
 
 
-def test_seed_001_is_refused_for_its_set_ups_and_its_vit_graphs_not_for_runners() -> None:
-    with pytest.raises(PlanRejected) as refused:
-        plan_for("001")
-    why = str(refused.value)
-    assert "encoder (ViT) CUDA graphs need a GPU" in why
-    # Its arms are GPU counts and modalities, not model runner versions.
-    assert "GPU count" in why and "Model Runner V2" not in why
+def test_seed_001_measures_the_eager_encoder_and_refuses_only_the_vit_graph_arm() -> None:
+    plan = plan_for("001")
+    assert plan.engine_version in mm_releases()
+    measured = [c for c in plan.cells if not c.replica]
+    assert len(measured) == 1 and len(plan.cells) == 2  # and its A/A duplicate
+    cell = measured[0]
+    assert cell.model == standins.vision().model_id
+    assert cell.encoder_cudagraph is False and cell.enforce_eager
+    assert cell.label == "vit_eager" and "vision encoder" in plan.question
+    assert cell.workload.kind == "mm_processor" and cell.workload.modality == "image"
+    assert cell.engine_args["limit_mm_per_prompt"] == {"image": 1, "video": 0}
+    assert plan.budget.warmups == 0 and plan.budget.runs == plan.budget.max_runs
+    refused = [n for n in plan.notes if "refuses the vit_graph arm" in n]
+    assert len(refused) == 1 and C.VIT_GRAPH_WHY in refused[0]
+    # Its arms are GPU counts and modalities, not model runner versions: not reproduced.
+    assert any("GPU count" in n and "not reproduced" in n for n in plan.notes)
+    assert not any("Model Runner V2" in n for n in plan.notes)
+
+
+def test_asking_for_the_vit_graph_arm_by_name_is_refused_with_the_reason() -> None:
+    with pytest.raises(PlanRejected, match="encoder \\(ViT\\) CUDA graphs need a GPU"):
+        plan_for("001", "modes=vit_eager,vit_graph")
+
+
+def test_a_multimodal_plan_runs_a_release_with_a_multimodal_lock() -> None:
+    choices = Choices()
+    assert C.choose_release("0.32.0", False, ["0.25.1"], choices, multimodal=True) == "0.25.1"
+    assert len(choices.notes) == 1 and "torchvision" in choices.notes[0]
+    with pytest.raises(PlanRejected, match="multimodal lock"):
+        C.choose_release("0.32.0", False, [], Choices(), multimodal=True)
+
+
+def test_a_multimodal_report_that_speculates_runs_a_text_stand_in() -> None:
+    # The vision-language stand-in has no draft: spec= keeps today's text plan, and says
+    # why the images are not sent.
+    plan = plan_for("001", "spec=ngram:3,none")
+    assert {c.workload.modality for c in plan.cells} == {"text"}
+    assert {c.workload.kind for c in plan.cells} == {"offline"}
+    assert standins.vision().model_id not in {c.model for c in plan.cells}
+    assert any(C.MULTIMODAL_SPEC_WHY in n for n in plan.notes)
+    # Another workload asked by name runs text too, and says how images are sent.
+    choices = Choices()
+    images = CellWorkload(kind="serve", dataset="random-mm", num_prompts=32, input_len=128,
+                          concurrency=8, modality="image", images_per_prompt=1)
+    workload, _ = C.scale(images, Sampling(temperature=0.0, max_tokens=64), choices)
+    assert workload.modality == "text" and workload.images_per_prompt == 0
+    assert any(C.MULTIMODAL_WORKLOAD_WHY in n for n in choices.notes)
 
 
 def test_sglang_on_the_cpu_runner_is_refused_with_the_reason() -> None:

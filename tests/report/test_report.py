@@ -9,7 +9,7 @@ import pytest
 
 from tests.report import SCENARIOS, load_fixture, seed_request
 from triagebot.analyze.findings import analyze
-from triagebot.model import ReportedMetrics
+from triagebot.model import ReportedMetrics, RunResult
 from triagebot.render import RenderedScript, render_cell
 from triagebot.report import MAX_CHARS, Md, UnsafeReportValue, _finalize, render_report
 
@@ -181,3 +181,31 @@ def test_runs_with_cpu_time_get_a_cpu_summary_and_the_report_names_the_verdicts_
         c.result.ratio for c in analyze(plan, results).comparisons]
     report = render_report(plan, findings, scripts=[], command=COMMAND)
     assert "Verdicts use wall-clock tok/s" in report and "CPU time per output token" in report
+
+
+def _with_mm(result: RunResult, means: list[object]) -> RunResult:
+    runs = [{"mm_processor_stats": {"encoder_forward_ms": {"mean": m, "median": m},
+                                    "preprocessor_total_ms": {"mean": 2.0}},
+             "encoder_summary": {"total_encoder_calls": 8}} for m in means]
+    return RunResult.model_validate({**result.model_dump(), "mm_processor": {"runs": runs}})
+
+
+def test_the_encoders_forward_time_of_mm_processor_runs_is_reported_per_cell() -> None:
+    plan, results = load_fixture("reproduced_slowdown")
+    first = plan.cells[0].cell_id
+    # A run without a positive number (a release that did not time the encoder) is left
+    # out; the others are the cell's per-run means.
+    mm = {cid: [_with_mm(r, [5.0, "x", -1, 7.0] if cid == first else []) for r in rounds]
+          for cid, rounds in results.items()}
+    findings = analyze(plan, mm)
+    cell = next(c for c in findings.cells if c.cell_id == first)
+    assert cell.encoder is not None
+    rounds = len(results[first])
+    assert cell.encoder.encoder_forward_ms == [5.0, 7.0] * rounds
+    assert cell.encoder.encoder_calls == 8 * 2 * rounds
+    assert all(c.encoder is None for c in findings.cells if c.cell_id != first)
+    report = render_report(plan, findings, scripts=[], command=COMMAND)
+    assert "### Vision encoder" in report
+    assert "encoder forward 6.00 ms per request (median of the runs' means: 5.00, 7.00" in report
+    assert "### Vision encoder" not in render_report(plan, analyze(plan, results), scripts=[],
+                                                     command=COMMAND)

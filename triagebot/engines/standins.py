@@ -95,6 +95,58 @@ class Recipe(Frozen):
         return self.model_id.split("/", 1)[1]
 
 
+class VisionRecipe(Frozen):
+    """A tiny GLM-4.1V (`Glm4vForConditionalGeneration`: a ViT encoder and a GLM text
+    body) with seeded random weights and the ring language's tokenizer plus GLM's image
+    and video tokens. It is never trained: it stands in for the encoder's work (patches
+    in, embeddings out) and the processor's, which random weights do as much of as
+    trained ones; its answers mean nothing."""
+
+    family: Literal["glm4v"] = "glm4v"
+    role: Literal["target"] = "target"
+    hidden: int = 256
+    layers: int = 2
+    heads: int = 4
+    kv_heads: int = 2
+    ffn: int = 512
+    vision_hidden: int = 128
+    vision_depth: int = 2
+    vision_heads: int = 2
+    vision_ffn: int = 256
+    # GLM-4.1V's patch grid: 14-pixel patches, 2 frames a temporal patch, 2x2 merged
+    # into one token, position embeddings for a 336-pixel square.
+    patch: int = 14
+    image_size: int = 336
+    # The processor's largest image in pixels: vLLM's start-up profiles the encoder on
+    # one image this large, and GLM-4.1V's own (9.6 M pixels) takes a minute on a CPU. A
+    # 512 x 512 image (the plans' size) fits.
+    max_pixels: int = 512 * 512
+    seed: int = 0
+    corpus: Corpus = Corpus()
+
+    def digest(self) -> str:
+        body = {"v": RECIPE_VERSION, **self.model_dump(mode="json")}
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
+
+    @property
+    def model_id(self) -> str:
+        return f"{ROOT}/{self.family}-{self.role}-{self.digest()}"
+
+    @property
+    def folder(self) -> str:
+        return self.model_id.split("/", 1)[1]
+
+
+def vision() -> VisionRecipe:
+    """The vision-language stand-in: a GLM-4.1V, the family of the multimodal reports
+    the cpu runner answers, which vLLM's CPU build loads and runs."""
+    return VisionRecipe()
+
+
+def vision_words() -> str:
+    return "a tiny GLM-4.1V (2-layer ViT encoder, 2-layer GLM text body, random weights)"
+
+
 # "cpu" fits vLLM's CPU build on two cores. "gpu" is sized so that a GPU's decode step is
 # not pure launch overhead: a ~270M-parameter target (few, wide layers keep
 # torch.compile's first compile short) and a ~10M draft, trained on the GPU in seconds,
@@ -174,6 +226,12 @@ def family_for(model: str | None, spec_method: str | None) -> Family:
 def family_words(family: Family) -> str:
     return {"llama": "a 4-layer Llama", "qwen2": "a 4-layer Qwen2",
             "mimo": "a 4-layer MiMo-style model (Qwen2 body + 1 MTP layer)"}[family]
+
+
+def vision_recipes_for(model_ids: set[str]) -> list[VisionRecipe]:
+    """The vision-language recipes behind stand-in ids a plan names."""
+    recipe = vision()
+    return [recipe] if recipe.model_id in model_ids else []
 
 
 def recipes_for(model_ids: set[str]) -> list[Recipe]:

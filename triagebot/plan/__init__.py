@@ -27,6 +27,7 @@ from triagebot.plan.base_fields import (
     choose_engine,
     choose_gpu_kind,
     cpu_fields,
+    multimodal_on_cpu,
     note_remote_code,
     note_stand_in_version,
     wants_spec,
@@ -65,10 +66,13 @@ def build_plan(
     # vllm-mlx on MLX's CPU build (plan/mlx_cpu.py); `on_cpu` stays vLLM's.
     mlx_cpu = engine_name == "vllm-mlx" and options.gpu == C.RUNNER
     budget = budget_with_options(budget or Budget(), options)
+    multimodal = on_cpu and multimodal_on_cpu(request, options)
     if on_cpu and not exact_version:
         assert version is not None
-        version = C.choose_release(version, wants_spec(request, options),
-                                   vllm_cpu.locked_releases(), choices)
+        version = C.choose_release(
+            version, wants_spec(request, options),
+            vllm_cpu.mm_releases() if multimodal else vllm_cpu.locked_releases(), choices,
+            multimodal=multimodal)
     if mlx_cpu and not exact_version:
         assert version is not None
         version = M.choose_release(version, vllm_mlx_cpu.locked_releases(), choices)
@@ -80,14 +84,15 @@ def build_plan(
         budget = M.budget(budget, options.runs is not None, options.warmups is not None)
     if on_cpu:
         budget = C.budget(budget, base["workload"].kind == "serve", options.runs is not None,
-                          options.warmups is not None)
+                          options.warmups is not None, multimodal=multimodal)
     if on_cpu:
         cpu_fields(request, options, base, context, choices)
         base["sampling"] = C.sampling(base["sampling"], options.temperature,
                                       wants_spec(request, options), version or "", choices)
     axes = plan_axes(request, options, engine_name, base, context, choices)
     if on_cpu:
-        C.notes(choices, any(a.name == "graph" for a in axes), budget.max_runs)
+        C.notes(choices, any(a.name == "graph" for a in axes), budget.max_runs,
+                multimodal=multimodal)
     primary = min(range(len(axes)), key=lambda i: AXIS_ORDER.index(axes[i].name)) if axes else 0
 
     cells, comparisons = build_matrix(engine, base, context, axes, primary)

@@ -183,6 +183,23 @@ def wants_spec(request: ReproRequest, options: ReproOptions) -> bool:
     return request.spec_method is not None or bool(options.num_speculative_tokens)
 
 
+def is_multimodal(request: ReproRequest, options: ReproOptions) -> bool:
+    """Whether the report's question is about images or videos: its inputs, its
+    `vllm bench mm-processor` runs or its arms' per-prompt media limits."""
+    if options.workload not in (None, "mm_processor"):
+        return False
+    arms = any(arm.settings.get("modality") in ("image", "video")
+               or isinstance(arm.settings.get("mm_limits"), dict) for arm in request.arms)
+    return (request.workload.kind == "mm_processor" or request.modality in ("image", "video")
+            or options.workload == "mm_processor" or arms)
+
+
+def multimodal_on_cpu(request: ReproRequest, options: ReproOptions) -> bool:
+    """Whether the cpu runner answers with the vision-language stand-in: a multimodal
+    report that does not speculate (that stand-in has no draft)."""
+    return is_multimodal(request, options) and not wants_spec(request, options)
+
+
 def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any],
                context: PlanContext, choices: D.Choices) -> None:
     """Stand-in models, a CPU-sized workload and what a GPU run would have set, for
@@ -191,17 +208,25 @@ def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any
     if options.model:
         raise PlanRejected("the cpu runner runs stand-in models built locally; model= "
                            "cannot name another", field="model")
-    # spec= may ask for a method the report did not use (mtp needs the MiMo stand-in).
-    asked = [c.method for c in options.spec or () if c.method is not None]
-    method = next((m for m in asked if m.endswith("mtp")), asked[0] if asked else None)
-    target, draft, family = C.standin_models(reported, method or request.spec_method,
-                                             choices)
-    base["model"] = target
-    context.draft = target if options.draft == "target" else draft
-    context.stands_in_for = reported
-    context.cpu_family = family
-    base["workload"], base["sampling"] = C.scale(base["workload"], base["sampling"],
+    multimodal = multimodal_on_cpu(request, options)
+    if multimodal:
+        base["model"] = C.vision_standin(reported, choices)
+        context.cpu_vision = True
+        base["enforce_eager"] = True
+        choices.note(C.MM_EAGER_WHY)
+    else:
+        # spec= may ask for a method the report did not use (mtp needs the MiMo stand-in).
+        asked = [c.method for c in options.spec or () if c.method is not None]
+        method = next((m for m in asked if m.endswith("mtp")), asked[0] if asked else None)
+        target, draft, family = C.standin_models(reported, method or request.spec_method,
                                                  choices)
+        base["model"] = target
+        context.draft = target if options.draft == "target" else draft
+        context.cpu_family = family
+    context.stands_in_for = reported
+    base["workload"], base["sampling"] = C.scale(
+        base["workload"], base["sampling"], choices, multimodal=multimodal,
+        speculates=wants_spec(request, options))
     dropped = {
         "tensor_parallel_size": base["tensor_parallel_size"] > 1,
         "data_parallel_size": base["data_parallel_size"] > 1,

