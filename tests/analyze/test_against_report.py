@@ -120,3 +120,29 @@ def test_env_diff_says_a_cpu_runner_ran_no_cuda() -> None:
     count = next(f for f in diff.fields if f.field == "gpu_count")
     assert (count.ours, count.differs) == ("0", True)
     assert "gpu_count (1 vs 0)" in diff.sentence  # no GPU is not "enough GPUs"
+
+
+def test_a_reported_token_rate_is_never_set_beside_a_cell_that_times_requests() -> None:
+    # Seed 001 gives output tok/s from a serving benchmark; the cpu plan's vit_eager cell
+    # runs `vllm bench mm-processor`, whose figure is requests per second.
+    from triagebot.analyze.findings import analyze
+    from triagebot.model import RunMeasurement, RunResult
+    from triagebot.overrides import parse_overrides
+    from triagebot.report import render_report
+
+    request = parse_report(seed_path("001").read_bytes())
+    plan = build_plan(request, parse_overrides(["gpu=cpu"]))
+    runs = [RunMeasurement(output_tokens=100, seconds=1 / v, tok_s=v) for v in (3.0, 3.1)]
+    results = {c.cell_id: [RunResult(cell_id=c.cell_id, engine="vllm", status="ok",
+                                     runs=runs)] for c in plan.cells}
+    findings = analyze(plan, results, request=request)
+    assert findings.against_report is not None
+    eager = next(m for m in findings.against_report.labels if m.label == "eager")
+    assert eager.cell_label == "vit_eager" and not eager.comparable
+    assert eager.ours_median is None and eager.reported_unit == "output tok/s"
+    assert eager.reason.startswith("not comparable: we measured 3.05 req/s")
+    assert "the report gives 451.65 output tok/s" in eager.reason
+    assert findings.against_report.ratios == []
+    report = render_report(plan, findings, scripts=[], command="triagebot run")
+    row = next(line for line in report.splitlines() if line.startswith("| eager |"))
+    assert "| 451.65 output tok/s | vit\\_eager | not comparable |" in row

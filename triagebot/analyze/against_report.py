@@ -5,6 +5,10 @@ eager/graph, piecewise/full, v1/v2, strict/probabilistic, vit). A label maps to 
 only when exactly one first-replica cell satisfies every word it uses; anything else is
 listed as unmatched with the reason, never guessed.
 
+A reported figure is set beside a cell's only when both count the same thing (tokens per
+second); a cell that times requests (the mm-processor benchmark) is named with both units
+and "not comparable", and no ratio is formed from it.
+
 A reporter's ratio counts as reproduced when our CI contains it, or when our verdict and
 the reporter's ratio fall on the same side of the practical margin (both DIFFERENT in the
 same direction, or both inside it: SAME). Our UNKNOWN leaves it undecided (None).
@@ -150,22 +154,49 @@ def match_label(label: str, plan: Plan) -> tuple[Cell | None, str]:
 # --- throughput ---------------------------------------------------------------------------
 
 
+# The reporter's figures are token rates (parse keeps only tok/s in `throughput_tok_s`);
+# the metric name of the number they came from says which one, where parse kept it.
+_REPORTED_UNITS = {"output_tok_s": "output tok/s", "total_tok_s": "total tok/s"}
+
+
+def _reported_unit(request: ReproRequest, label: str, value: float) -> str:
+    for num in request.reported:
+        if num.arm == label and num.unit == "tok/s" \
+                and math.isclose(num.value, value, rel_tol=1e-6):
+            return _REPORTED_UNITS.get(num.metric, "tok/s")
+    return "tok/s"
+
+
 def _label_matches(
     request: ReproRequest, plan: Plan, cells: Mapping[str, CellFinding]
 ) -> tuple[list[LabelMatch], list[str]]:
+    """Each reported figure beside the cell its label names. A cell that measures another
+    kind of figure (requests, not tokens, per second) is named but not compared: the row
+    says both units, and no ratio is formed from it."""
     out: list[LabelMatch] = []
     unmatched: list[str] = []
     for label, value in (request.reported_metrics.throughput_tok_s or {}).items():
         cell, reason = match_label(label, plan)
         found = cells.get(cell.cell_id) if cell else None
+        unit = _reported_unit(request, label, value)
+        metric = found.throughput_metric if found else None
+        comparable = metric is None or metric.kind == "tok/s"
+        if not comparable and found is not None and metric is not None:
+            ours = (f"{found.throughput.median:.2f} {metric.unit}"
+                    if found.throughput.median is not None else metric.unit)
+            reason = (f"not comparable: we measured {ours}, the report gives {value:.2f} "
+                      f"{unit}; {reason}")
         out.append(
             LabelMatch(
                 label=label,
                 reported_tok_s=value,
+                reported_unit=unit,
                 cell_id=cell.cell_id if cell else None,
                 cell_label=cell.label if cell else None,
-                ours_median=found.throughput.median if found else None,
-                ours_n=found.throughput.n if found else 0,
+                ours_median=found.throughput.median if found and comparable else None,
+                ours_unit=metric.unit if metric else None,
+                ours_n=found.throughput.n if found and comparable else 0,
+                comparable=comparable,
                 reason=reason,
             )
         )
@@ -202,7 +233,8 @@ def judge_ratio(
 def _ratios(
     labels: Sequence[LabelMatch], comparisons: Sequence[ComparisonFinding], band: NoiseBand
 ) -> list[ReportedRatio]:
-    by_cell = {m.cell_id: m for m in labels if m.cell_id}
+    # A label whose cell measures another kind of figure gives no ratio of ours.
+    by_cell = {m.cell_id: m for m in labels if m.cell_id and m.comparable}
     out: list[ReportedRatio] = []
     for comp in comparisons:
         if comp.kind != "ratio" or len(comp.numerator) != 1 or len(comp.denominator) != 1:

@@ -13,6 +13,7 @@ from triagebot.analyze.spec import (
     acceptance,
     tokens_per_step,
 )
+from triagebot.analyze.throughput_metric import throughput_metric
 from triagebot.model import Cell, RunResult, SpecCounters
 
 FAILED_STATUSES = ("failed", "crashed", "oom")
@@ -144,4 +145,5 @@ def summarize(cell: Cell, rounds: Sequence[RunResult]) -> CellFinding:
         tokens_per_step_source=per_step[1] if per_step else None,
         outputs_digest=next(iter(digests)) if len(digests) == 1 else None,
         encoder=encoder_times(ok),
+        throughput_metric=throughput_metric(cell),
     )

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from triagebot.analyze.throughput_metric import TOKENS_PER_SECOND, ThroughputMetric
+
 Verdict = Literal["DIFFERENT", "SAME", "UNKNOWN"]
 BandSource = Literal["aa_pair", "default", "margin"]
 
@@ -304,6 +306,10 @@ class CellFinding(_Model):
     outputs_digest: str | None = None
     encoder: EncoderTimes | None = Field(
         default=None, description="the multimodal encoder's times (mm-processor cells)")
+    throughput_metric: ThroughputMetric = Field(
+        default_factory=lambda: TOKENS_PER_SECOND,
+        description="what `throughput` counts: only a figure of the same kind is set "
+                    "beside it")
 
 
 class ComparisonFinding(_Model):
@@ -374,10 +380,15 @@ class LabelMatch(_Model):
 
     label: str
     reported_tok_s: float
+    reported_unit: str = Field(default="tok/s", description="what the reporter's figure "
+                               "counts, as the report states it")
     cell_id: str | None = Field(default=None,
                                 description="the cell the label names; None for none or several")
     cell_label: str | None = None
     ours_median: float | None = None
+    ours_unit: str | None = Field(default=None, description="what the cell's figure counts")
+    comparable: bool = Field(default=True, description="False when the named cell measures "
+                             "another kind of figure: no ratio is formed from this label")
     ours_n: int = 0
     reason: str
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import jinja2
 
-from triagebot.analyze.findings_models import Findings, Hint
+from triagebot.analyze.findings_models import Findings, Hint, LabelMatch
 from triagebot.analyze.looks import DESIGN_EFFECT, DESIGN_POWER
 from triagebot.model import Plan
 from triagebot.render import RenderedScript
@@ -295,13 +295,21 @@ def _evidence(h: Hint, limits: Limits) -> str:
     return md.fence(text, "text")
 
 
+def _ours(m: LabelMatch) -> str:
+    if not m.comparable:
+        return "not comparable"
+    unit = f" {m.ours_unit}" if m.ours_unit and m.ours_median is not None else ""
+    return f"{_num(m.ours_median)}{unit} (n={m.ours_n})"
+
+
 def _against(findings: Findings) -> dict[str, Any] | None:
     ar = findings.against_report
     if ar is None:
         return None
-    labels = [[_c(m.label, 80), Md(f"{m.reported_tok_s:.2f}"), _c(m.cell_label or "—"),
-               Md(f"{_num(m.ours_median)} (n={m.ours_n})" if m.cell_id else "—"),
-               _c(m.reason, 160)] for m in ar.labels]
+    labels = [[_c(m.label, 80), _c(f"{m.reported_tok_s:.2f} {m.reported_unit}"),
+               _c(m.cell_label or "—"),
+               _c(_ours(m) if m.cell_id else "—"),
+               _c(m.reason, 300)] for m in ar.labels]
     ratios = [_t(f"{r.comparison}: {r.sentence}; {r.reason}", 600) for r in ar.ratios]
     acc = [_t(a.sentence, 400) for a in ar.acceptance]
     env = [[Md(f.field), _c(f.reported or "—", 80), _c(f.ours or "—", 80),
