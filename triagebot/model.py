@@ -91,6 +91,9 @@ class Workload(_Model):
                                      "(`limit_mm_per_prompt`)")
     video_inputs: int | None = Field(default=None, description="videos a prompt may carry "
                                      "(`limit_mm_per_prompt`)")
+    image_size: tuple[int, int] | None = Field(
+        default=None, description="height and width of the synthetic images, where every "
+        "image bucket of `--random-mm-bucket-config` names the same")
 
 
 class Environment(_Model):
@@ -383,6 +386,9 @@ class CellWorkload(_Model):
     modality: Literal["text", "image", "video"] = "text"
     images_per_prompt: int = Field(default=0, ge=0, le=64)
     videos_per_prompt: int = Field(default=0, ge=0, le=16)
+    # Height and width of the synthetic images; None: the engine module's default size.
+    image_size: tuple[Annotated[int, Field(ge=1, le=8192)],
+                      Annotated[int, Field(ge=1, le=8192)]] | None = None
 
 
 class Cell(_Model):

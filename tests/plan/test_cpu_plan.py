@@ -14,6 +14,7 @@ from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as C
 from triagebot.plan.defaults import Choices
+from triagebot.render import render_cell
 
 
 def plan_for(seed: str, *overrides: str) -> Plan:
@@ -241,3 +242,44 @@ def test_resolvable_change_follows_noise_and_runs() -> None:
     assert C.resolvable_change(0.03, 30) == pytest.approx(0.0268, abs=0.0005)
     assert C.resolvable_change(0.20, 24) > C.resolvable_change(0.20, 48)
     assert C.resolvable_change(0.30, 24) > C.resolvable_change(0.20, 24)
+
+
+def _with_image_size(size: tuple[int, int] | None) -> Plan:
+    request = parse_report(seed_path("001").read_bytes())
+    request = request.model_copy(update={"workload": request.workload.model_copy(
+        update={"image_size": size})})
+    return build_plan(request, parse_overrides(["gpu=cpu"]))
+
+
+def test_a_multimodal_cell_sends_the_reports_image_size() -> None:
+    # Seed 001 sends 224x224 images (`--random-mm-bucket-config '{(224, 224, 1): 1.0}'`).
+    plan = plan_for("001")
+    assert all(c.workload.image_size == (224, 224) for c in plan.cells)
+    assert "each image is 224x224 pixels, the report's size" in plan.notes
+    script = render_cell(plan, plan.cells[0]).text
+    assert "'--random-mm-bucket-config', '{(224, 224, 1): 1.0}'," in script
+
+
+def test_an_image_larger_than_the_standin_takes_is_capped_with_a_note() -> None:
+    plan = _with_image_size((1024, 768))
+    assert plan.cells[0].workload.image_size == (512, 512)
+    assert any("512x512 pixels where the report sends 1024x768" in n for n in plan.notes)
+
+
+def test_without_a_stated_image_size_the_default_is_used_and_said() -> None:
+    plan = _with_image_size(None)
+    assert plan.cells[0].workload.image_size == (512, 512)
+    assert any("512x512 pixels: the report states no image size" in n for n in plan.notes)
+
+
+@pytest.mark.parametrize("config, sizes", [
+    ("{(224, 224, 1): 1.0}", [(224, 224)]),
+    ("{(224, 224, 8): 1.0}", []),  # a video bucket
+    ("{(336, 448, 1): 0.5, (224, 224, 1): 0.5, (64, 64, 1): 0}", [(336, 448), (224, 224)]),
+    ("not a bucket", []),
+])
+def test_image_buckets_are_read_from_a_bucket_config(config: str,
+                                                     sizes: list[tuple[int, int]]) -> None:
+    from triagebot.parse.decide.request import image_sizes
+    assert image_sizes(config) == sizes
+    assert parse_report(seed_path("001").read_bytes()).workload.image_size == (224, 224)

@@ -119,7 +119,7 @@ class VisionRecipe(Frozen):
     image_size: int = 336
     # The processor's largest image in pixels: vLLM's start-up profiles the encoder on
     # one image this large, and GLM-4.1V's own (9.6 M pixels) takes a minute on a CPU. A
-    # 512 x 512 image (the plans' size) fits.
+    # 512 x 512 image (the plans' default, and the cap on a report's own size) fits.
     max_pixels: int = 512 * 512
     seed: int = 0
     corpus: Corpus = Corpus()

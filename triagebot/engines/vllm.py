@@ -448,7 +448,7 @@ def _random_mm_flags(cell: Cell) -> list[str]:
     video = w.modality == "video"
     count = max(w.videos_per_prompt if video else w.images_per_prompt, 1)
     limits = {"image": 0 if video else count, "video": count if video else 0}
-    h, wd, frames = VIDEO_BUCKET if video else IMAGE_BUCKET
+    h, wd, frames = VIDEO_BUCKET if video else (*(w.image_size or IMAGE_BUCKET[:2]), 1)
     return ["--random-mm-base-items-per-request", str(count),
             "--random-mm-num-mm-items-range-ratio", "0.0",
             "--random-mm-limit-mm-per-prompt", json.dumps(limits, separators=(",", ":")),

@@ -32,7 +32,13 @@ from triagebot.plan.base_fields import (
     note_stand_in_version,
     wants_spec,
 )
-from triagebot.plan.cells import build_matrix, fit_time_limit, plan_axes, plan_question
+from triagebot.plan.cells import (
+    build_matrix,
+    fit_time_limit,
+    plan_axes,
+    plan_question,
+    stable_dump,
+)
 
 __all__ = ["PlanRejected", "build_plan", "plan_hash"]
 
@@ -124,4 +130,5 @@ def build_plan(
 def plan_hash(plan: Plan) -> str:
     body = plan.model_dump(mode="json", include={"cells", "comparisons", "budget", "engine",
                                                  "engine_version", "gpu_kind"})
+    body["cells"] = [stable_dump(c) for c in body["cells"]]
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:12]

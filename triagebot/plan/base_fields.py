@@ -226,7 +226,7 @@ def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any
     context.stands_in_for = reported
     base["workload"], base["sampling"] = C.scale(
         base["workload"], base["sampling"], choices, multimodal=multimodal,
-        speculates=wants_spec(request, options))
+        speculates=wants_spec(request, options), image_size=request.workload.image_size)
     dropped = {
         "tensor_parallel_size": base["tensor_parallel_size"] > 1,
         "data_parallel_size": base["data_parallel_size"] > 1,

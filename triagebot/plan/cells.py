@@ -268,8 +268,17 @@ def _cell(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
     return cell.model_copy(update={"cell_id": _cell_id(cell)})
 
 
+def stable_dump(cell: dict[str, Any]) -> dict[str, Any]:
+    """A cell's dump without the fields added after cells were first hashed where they
+    hold their default, so a cell that does not use one keeps its id."""
+    workload = cell.get("workload")
+    if isinstance(workload, dict) and workload.get("image_size") is None:
+        cell = {**cell, "workload": {k: v for k, v in workload.items() if k != "image_size"}}
+    return cell
+
+
 def _cell_id(cell: Cell) -> str:
-    body = cell.model_dump(mode="json", exclude={"cell_id", "label", "varies"})
+    body = stable_dump(cell.model_dump(mode="json", exclude={"cell_id", "label", "varies"}))
     return "c" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
 
 

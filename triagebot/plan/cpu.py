@@ -16,6 +16,7 @@ import math
 from typing import Any
 
 from triagebot.engines import standins
+from triagebot.engines.vllm import IMAGE_BUCKET
 from triagebot.engines.vllm_catalog import version_key
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell, CellWorkload, Sampling, SpecParams
@@ -248,11 +249,13 @@ def spec_standin(spec: SpecParams, family: standins.Family) -> SpecParams:
 
 
 def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
-          multimodal: bool = False, speculates: bool = False) -> tuple[CellWorkload, Sampling]:
+          multimodal: bool = False, speculates: bool = False,
+          image_size: tuple[int, int] | None = None) -> tuple[CellWorkload, Sampling]:
     """A workload sized for the cpu runner: text, or where `multimodal` a few one-image
-    prompts through `vllm bench mm-processor`."""
+    prompts (of the report's `image_size` where it states one) through `vllm bench
+    mm-processor`."""
     if multimodal:
-        return scale_multimodal(workload, sampling, choices)
+        return scale_multimodal(workload, sampling, choices, image_size)
     serve = workload.kind == "serve"
     update: dict[str, Any] = {
         "num_prompts": min(workload.num_prompts,
@@ -284,8 +287,30 @@ def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
     return workload.model_copy(update=update), sampling
 
 
-def scale_multimodal(workload: CellWorkload, sampling: Sampling,
-                     choices: D.Choices) -> tuple[CellWorkload, Sampling]:
+def mm_image_size(reported: tuple[int, int] | None, choices: D.Choices) -> tuple[int, int]:
+    """The image size a multimodal cell sends: the report's, each side capped to what the
+    stand-in's processor takes (with a note where capped), else the plans' default; the
+    note says which and why."""
+    side = math.isqrt(standins.vision().max_pixels)
+    if reported is None:
+        size = IMAGE_BUCKET[:2]
+        choices.note(f"each image is {size[0]}x{size[1]} pixels: the report states no "
+                     "image size")
+        return size
+    h, w = reported
+    if h * w <= side * side:
+        choices.note(f"each image is {h}x{w} pixels, the report's size")
+        return h, w
+    capped = (min(h, side), min(w, side))
+    choices.note(f"each image is {capped[0]}x{capped[1]} pixels where the report sends "
+                 f"{h}x{w}: the vision-language stand-in's processor takes images of at "
+                 f"most {side}x{side} pixels")
+    return capped
+
+
+def scale_multimodal(workload: CellWorkload, sampling: Sampling, choices: D.Choices,
+                     image_size: tuple[int, int] | None = None
+                     ) -> tuple[CellWorkload, Sampling]:
     """One image a prompt through `vllm bench mm-processor`, a few prompts a run."""
     if workload.modality == "video":
         choices.note("the report's videos are sent as one image a prompt on the cpu "
@@ -293,7 +318,7 @@ def scale_multimodal(workload: CellWorkload, sampling: Sampling,
     update: dict[str, Any] = {
         "kind": "mm_processor", "api": "generate", "modality": "image",
         "dataset": "random-mm", "images_per_prompt": 1, "videos_per_prompt": 0,
-        "concurrency": None,
+        "concurrency": None, "image_size": mm_image_size(image_size, choices),
         "num_prompts": min(workload.num_prompts, MM_CAPS["num_prompts"]),
         "input_len": min(workload.input_len, CAPS["input_len"])}
     sampling = sampling.model_copy(update={"max_tokens": min(sampling.max_tokens,

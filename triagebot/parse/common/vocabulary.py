@@ -74,6 +74,7 @@ FLAGS: dict[str, str] = {
     "--attention-backend": "attention_backend",
     "--mm-encoder-attn-backend": "encoder_attention_backend",
     "--limit-mm-per-prompt": "mm_limits", "--random-mm-limit-mm-per-prompt": "mm_limits",
+    "--random-mm-bucket-config": "mm_buckets",
     "--enable-vit-cuda-graph": "encoder_graph", "--mm-encoder-tp-mode": "encoder_tp_mode",
     "--modality": "modality", "--mllm": "mllm",
     "--trust-remote-code": "trust_remote_code",

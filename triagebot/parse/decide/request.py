@@ -161,7 +161,22 @@ def _workload(a: Assembler) -> Workload:
     if limits:
         w.image_inputs = single([as_int(v.get("image"), 0) for v in limits])
         w.video_inputs = single([as_int(v.get("video"), 0) for v in limits])
+    w.image_size = single([size for f in a.values("mm_buckets")
+                           for size in image_sizes(str(f.value))])
     return w
+
+
+# One bucket of `--random-mm-bucket-config '{(224, 224, 1): 1.0}'`: (height, width,
+# frames) and its weight; a bucket of one frame is an image, more frames a video.
+_BUCKET = re.compile(r"\(\s*(\d{1,5})\s*,\s*(\d{1,5})\s*,\s*(\d{1,4})\s*\)\s*:\s*"
+                     r"([0-9]*\.?[0-9]+)")
+
+
+def image_sizes(config: str) -> list[tuple[int, int]]:
+    """The (height, width) of each image bucket with a positive weight in a bucket
+    config; videos' buckets are left out."""
+    return [(int(h), int(w)) for h, w, frames, weight in _BUCKET.findall(config)
+            if int(frames) == 1 and float(weight) > 0 and int(h) > 0 and int(w) > 0]
 
 
 _ANY_HF_ID_RE = re.compile(r"(?<![\w/.:-])([A-Za-z0-9][\w.-]{1,60}/[A-Za-z0-9][\w.+-]{2,90})"
