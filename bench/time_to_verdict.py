@@ -65,7 +65,7 @@ def run_seed(seed: Path, out: Path, cold: bool) -> dict[str, object]:
     with subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
                           text=True, cwd=ROOT) as proc:
         assert proc.stderr is not None
-        with (out.parent / f"{out.name}.progress.log").open("w") as log:
+        with (out.parent / f"{out.name}.progress.log").open("w", buffering=1) as log:
             for line in proc.stderr:
                 log.write(f"{time.monotonic() - began:8.1f} {line}")
                 text = line.split("] ", 1)[-1]

@@ -172,3 +172,18 @@ def test_the_pool_closes_the_least_recently_used_engine_when_memory_is_short(
     assert pid is not None and tree_rss_bytes(pid) > 0
     pool.close_all()
     assert not made["c"].alive
+
+
+def test_the_pool_has_room_for_more_engines_only_once_it_knows_an_engines_size(
+        tmp_path: Path) -> None:
+    free = [64 << 30]
+    pool = LivePool(reserve_bytes=1 << 30, memory=lambda: free[0])
+    assert not pool.room_for(2)  # no engine measured yet: its size is unknown
+    pool.get("a", lambda: _live(tmp_path)).measure(1, tmp_path / "a.json", wall_limit_s=60)
+    pool.measured("a")
+    assert pool.room_for(2)
+    free[0] = 1 << 30  # only the reserve is free
+    assert not pool.room_for(1)
+    pool.drop("a")
+    assert not pool.running("a")
+    pool.close_all()
