@@ -10,10 +10,10 @@ alike:
 * `restart`: every round starts each engine afresh, and a measured run is one batch (4
   prompts of 96 tokens, a fraction of a second): how the runner worked before live
   engines;
-* `live:S`: each engine started once and kept between rounds, paused while the other
-  runs (`triagebot/run/live.py`), each run repeating its batch until S seconds have
-  passed (`TRIAGEBOT_MIN_RUN_S`; `live:0` is one batch). The runner's own way is
-  `live:2` (`MIN_RUN_S` in `triagebot/plan/cpu.py`), the default.
+* `live:S`: each engine started once, before the first round, and kept between rounds,
+  paused while the other runs (`triagebot/run/live.py`), each run repeating its batch
+  until S seconds have passed (`TRIAGEBOT_MIN_RUN_S`; `live:0` is one batch). The
+  runner's own way is `live:2` (`MIN_RUN_S` in `triagebot/plan/cpu.py`), the default.
 
 `--neighbour` keeps one core busy beside the measurement (a process that only spins, as
 a neighbour's job would), for the "busy neighbour core" figure.
@@ -126,16 +126,25 @@ class Way:
         walls = ", ".join(f"{r.tok_s:.0f}" for r in outcome.result.runs)
         print(f"  round {round_} {self.name:<16} {cell:<2}: {walls} tok/s", flush=True)
 
-    def _live(self, cell: str, runs: int, result: Path) -> CellOutcome:
-        engine = self.engines.get(cell)
-        if engine is None:
+    def start(self) -> None:
+        """Start both engines and run their warm-ups before the first round, as the runner
+        does (`orchestrate._start_engines`): a round is then a block of runs seconds apart."""
+        for cell in self.runs:
             self.starts += 1
             dirs = self._scratch.enter_context(vllm_cpu.per_run_dirs())
+            name = cell.replace(chr(39), "p")
             engine = LiveScript(self.script, python=self.python, env={**self.env, **dirs},
-                                log_path=self.out / f"{cell.replace(chr(39), 'p')}.log",
-                                cwd=self.cwd, silence_limit_s=900)
+                                log_path=self.out / f"{name}.log", cwd=self.cwd,
+                                silence_limit_s=900)
             self.engines[cell] = engine
-        return engine.measure(runs, result, wall_limit_s=1800)
+            began = time.monotonic()
+            outcome = engine.measure(0, self.out / f"{name}-start.json", wall_limit_s=1800)
+            self.seconds += time.monotonic() - began
+            if outcome.status != "ok":
+                sys.exit(f"{self.name} {cell}: {outcome.error or outcome.log_tail[-2000:]}")
+
+    def _live(self, cell: str, runs: int, result: Path) -> CellOutcome:
+        return self.engines[cell].measure(runs, result, wall_limit_s=1800)
 
     def close(self) -> None:
         for engine in self.engines.values():
@@ -197,6 +206,9 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     began = time.monotonic()
     try:
+        for way in ways:
+            if way.live:
+                way.start()
         for r in range(args.rounds):
             order = ways if r % 2 == 0 else ways[::-1]
             cells = ("A", "A'") if r % 2 == 0 else ("A'", "A")
