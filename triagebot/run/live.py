@@ -193,8 +193,9 @@ class LiveScript:
         code = self._proc.returncode if self._proc.returncode is not None else 0
         return outcome_of(sink, code, killed_by, result_path, wall_s=wall_s, limits=limits)
 
-    def close(self) -> None:
-        """End the script: stdin closed (it exits by itself), then its tree stopped."""
+    def release(self) -> None:
+        """Tell the script to end (resumed, its stdin closed) without waiting for it: the
+        pool tells every engine at once, and their shutdowns overlap."""
         proc = self._proc
         if proc is None:
             return
@@ -204,6 +205,13 @@ class LiveScript:
         if proc.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 proc.stdin.close()
+
+    def close(self) -> None:
+        """End the script: stdin closed (it exits by itself), then its tree stopped."""
+        proc = self._proc
+        if proc is None:
+            return
+        self.release()
         deadline = time.monotonic() + self._grace_s
         while not has_exited(proc) and time.monotonic() < deadline:
             time.sleep(_POLL_S)
@@ -322,5 +330,11 @@ class LivePool:
             script.close()
 
     def close_all(self) -> None:
-        while self._live:
-            self._live.popitem()[1].close()
+        """End every engine: all are told first, then each is waited for (a vLLM engine
+        takes seconds to shut down, and one after another they added up)."""
+        scripts = list(self._live.values())
+        self._live.clear()
+        for script in scripts:
+            script.release()
+        for script in scripts:
+            script.close()
