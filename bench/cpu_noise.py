@@ -1,29 +1,36 @@
 """Run-to-run noise of vLLM CPU cells on the `cpu` runner, and what cuts it, side by side.
 
 Run from the repository root: `.venv/bin/python bench/cpu_noise.py [--version 0.25.1]
-[--rounds 4] [--runs 3] [--min-run-s 2]`. One configuration (no speculation, eager, the
-plan's CPU workload) is measured as an A/A pair, two engines of the same cell, under three
-ways of running, interleaved round by round (the options' order mirrored every round) so
-that the machine's load falls on all of them alike:
+[--rounds 4] [--runs 3] [--ways live:2] [--neighbour]`. One configuration (no
+speculation, eager, the plan's CPU workload) is measured as an A/A pair, two engines of
+the same cell, under each way of running named in `--ways`, interleaved round by round
+(the ways' order mirrored every round) so that the machine's load falls on all of them
+alike:
 
-* `restart, 1 batch`: what the runner did before: every round starts each engine afresh,
-  and a measured run is one batch (4 prompts of 96 tokens, a fraction of a second);
-* `live, 1 batch`: each engine started once and kept between rounds, paused while the
-  other runs (`triagebot/run/live.py`), runs still one batch;
-* `live, >= N s`: live engines, each run repeating its batch for at least `--min-run-s`
-  seconds of decoding (`TRIAGEBOT_MIN_RUN_S`, what the runner does now).
+* `restart`: every round starts each engine afresh, and a measured run is one batch (4
+  prompts of 96 tokens, a fraction of a second): how the runner worked before live
+  engines;
+* `live:S`: each engine started once, before the first round, and kept between rounds,
+  paused while the other runs (`triagebot/run/live.py`), each run repeating its batch
+  until S seconds have passed (`TRIAGEBOT_MIN_RUN_S`; `live:0` is one batch). The
+  runner's own way is `live:2` (`MIN_RUN_S` in `triagebot/plan/cpu.py`), the default.
 
-Within a round the two engines run back to back (A B, the next round B A). For each way
-and each metric, wall-clock tok/s and CPU tok/s (output tokens per CPU second of the
-engine's whole process tree, every thread), it prints the within-cell CV (of all runs of
-a cell, the two cells averaged, as the report's per-cell CV), the within-round CV (the
-spread the verdict's blocked t test sees) and the A/A difference (ratio of the two cells'
-medians, less 1; a perfect runner gives 0), then the engine starts and the wall time each
-way cost. The 1-minute load average at the start and end is printed: on a shared machine
-the figures are those of that load.
+`--neighbour` keeps one core busy beside the measurement (a process that only spins, as
+a neighbour's job would), for the "busy neighbour core" figure.
 
-It takes about `rounds x (2 restarts + 2 x runs x (min-run-s + 1 s))` plus four engine
-starts: some 8 minutes on two quiet cores at the defaults.
+Within a round the two engines run back to back (A A', the next round A' A). For each way
+and each metric, wall-clock tok/s (what the verdicts use) and CPU tok/s (output tokens
+per CPU second of the engine's whole process tree, every thread), it prints the
+within-cell CV of each cell (A and its replica, headed A2: of all its runs, on the log
+scale, as the verdict sees them), the within-round CV (the spread the verdict's blocked t
+test sees) and the A/A ratio (A2 over A, the geometric-mean ratio within rounds, as the
+report's A/A pair gives it; a perfect runner gives 1.000), then the engine starts and
+the wall time each way cost. The 1-minute load average at the start and end is printed:
+on a shared machine the figures are those of that load.
+
+It takes about `rounds x 2 x runs x (S + 0.5 s)` per live way plus two engine starts
+(about 30 s each on two quiet cores), `rounds x 2` starts for `restart`: some 3 minutes
+at the defaults.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ import contextlib
 import math
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,7 +57,6 @@ from triagebot.run.orchestrate import DEFAULT_CACHE
 from triagebot.run.shutdown import run_until_stopped
 from triagebot.run.supervise import CellOutcome, run_script
 
-WAYS = ("restart, 1 batch", "live, 1 batch", "live, >= {s:g} s")
 METRICS = ("wall", "cpu")
 
 
@@ -64,6 +71,14 @@ def log_cv(values: list[float]) -> float:
     if len(values) < 2:
         return float("nan")
     return math.expm1(statistics.stdev(math.log(v) for v in values))
+
+
+def aa_ratio(a: list[list[float]], b: list[list[float]]) -> float:
+    """exp of the mean over rounds of the difference of the two cells' mean log rate (the
+    round-blocked estimate the report's A/A pair uses), B over A."""
+    diffs = [statistics.mean(map(math.log, rb)) - statistics.mean(map(math.log, ra))
+             for ra, rb in zip(a, b, strict=False) if ra and rb]
+    return math.exp(statistics.mean(diffs)) if diffs else float("nan")
 
 
 def within_round_cv(rounds: list[list[float]]) -> float:
@@ -112,32 +127,59 @@ class Way:
         walls = ", ".join(f"{r.tok_s:.0f}" for r in outcome.result.runs)
         print(f"  round {round_} {self.name:<16} {cell:<2}: {walls} tok/s", flush=True)
 
-    def _live(self, cell: str, runs: int, result: Path) -> CellOutcome:
-        engine = self.engines.get(cell)
-        if engine is None:
+    def start(self) -> None:
+        """Start both engines and run their warm-ups before the first round, as the runner
+        does (`orchestrate._start_engines`): a round is then a block of runs seconds apart."""
+        for cell in self.runs:
             self.starts += 1
             dirs = self._scratch.enter_context(vllm_cpu.per_run_dirs())
+            name = cell.replace(chr(39), "p")
             engine = LiveScript(self.script, python=self.python, env={**self.env, **dirs},
-                                log_path=self.out / f"{cell.replace(chr(39), 'p')}.log",
-                                cwd=self.cwd, silence_limit_s=900)
+                                log_path=self.out / f"{name}.log", cwd=self.cwd,
+                                silence_limit_s=900)
             self.engines[cell] = engine
-        return engine.measure(runs, result, wall_limit_s=1800)
+            began = time.monotonic()
+            outcome = engine.measure(0, self.out / f"{name}-start.json", wall_limit_s=1800)
+            self.seconds += time.monotonic() - began
+            if outcome.status != "ok":
+                sys.exit(f"{self.name} {cell}: {outcome.error or outcome.log_tail[-2000:]}")
+
+    def _live(self, cell: str, runs: int, result: Path) -> CellOutcome:
+        return self.engines[cell].measure(runs, result, wall_limit_s=1800)
 
     def close(self) -> None:
         for engine in self.engines.values():
             engine.close()
         self._scratch.close()
 
-    def figures(self, metric: str) -> tuple[float, float, float]:
-        """(cell CV, within-round CV, A/A difference) for `metric`."""
+    def figures(self, metric: str) -> tuple[float, float, float, float]:
+        """(CV of A, CV of A', within-round CV, A/A ratio) for `metric`."""
         cells: dict[str, list[list[float]]] = {}
         for cell, rounds in self.runs.items():
             cells[cell] = [[x for r in rnd if (x := rate(r, metric))] for rnd in rounds]
         flat = {c: [x for rnd in rs for x in rnd] for c, rs in cells.items()}
-        cell_cv = statistics.mean(log_cv(v) for v in flat.values())
         within = within_round_cv([r for rs in cells.values() for r in rs])
-        aa = statistics.median(flat["A'"]) / statistics.median(flat["A"]) - 1.0
-        return cell_cv, within, aa
+        return (log_cv(flat["A"]), log_cv(flat["A'"]), within,
+                aa_ratio(cells["A"], cells["A'"]))
+
+
+def parse_way(text: str) -> tuple[str, bool, float]:
+    """(name, live, min run seconds) of a `--ways` item: `restart` or `live:S`."""
+    if text == "restart":
+        return "restart, 1 batch", False, 0.0
+    kind, _, secs = text.partition(":")
+    try:
+        value = float(secs)
+    except ValueError:
+        value = -1.0
+    if kind != "live" or value < 0:
+        sys.exit(f"--ways: {text!r} is neither `restart` nor `live:S` (S seconds, >= 0)")
+    return (f"live, >= {value:g} s" if value else "live, 1 batch"), True, value
+
+
+def spin() -> subprocess.Popen[bytes]:
+    """A neighbour's job: one process that keeps one core busy until it is killed."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
 def main() -> None:
@@ -145,9 +187,12 @@ def main() -> None:
     ap.add_argument("--version", default="0.25.1")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3, help="measured runs per engine per round")
-    ap.add_argument("--min-run-s", type=float, default=2.0)
-    ap.add_argument("--ways", default="0,1,2", help="which ways, by position (default all)")
+    ap.add_argument("--ways", default="live:2",
+                    help="comma-separated: restart, live:S (default live:2, the runner's)")
+    ap.add_argument("--neighbour", action="store_true",
+                    help="keep one core busy beside the measurement")
     args = ap.parse_args()
+    chosen = [parse_way(w.strip()) for w in args.ways.split(",") if w.strip()]
     out = Path(tempfile.mkdtemp(prefix="triagebot-bench-cpu-noise-"))
     plan = plan_for("vllm", args.version, args.runs, 2)
     env, runner_env = vllm_cpu.prepare(args.version, {c.model for c in plan.cells}, out,
@@ -156,12 +201,15 @@ def main() -> None:
     script = next(s for s in render_plan(plan) if s.cell_id)
     path = out / script.filename
     path.write_text(script.text)
-    chosen = [int(i) for i in args.ways.split(",")]
-    ways = [Way(WAYS[i].format(s=args.min_run_s), plan, path, env.python, runner_env, out,
-                live=i > 0, min_run_s=args.min_run_s if i == 2 else 0.0) for i in chosen]
+    ways = [Way(name, plan, path, env.python, runner_env, out, live=live, min_run_s=secs)
+            for name, live, secs in chosen]
+    neighbour = spin() if args.neighbour else None
     load_before = os.getloadavg()[0]
     began = time.monotonic()
     try:
+        for way in ways:
+            if way.live:
+                way.start()
         for r in range(args.rounds):
             order = ways if r % 2 == 0 else ways[::-1]
             cells = ("A", "A'") if r % 2 == 0 else ("A'", "A")
@@ -171,20 +219,24 @@ def main() -> None:
     finally:
         for way in ways:
             way.close()
+        if neighbour is not None:
+            neighbour.kill()
+            neighbour.wait()
     print(f"\nvLLM {args.version} on the cpu runner: one cell as an A/A pair, {args.rounds} "
-          f"rounds x {args.runs} runs per engine, {os.cpu_count()} cores; load "
+          f"rounds x {args.runs} runs per engine, {os.cpu_count()} cores"
+          f"{', one core kept busy by a neighbour' if args.neighbour else ''}; load "
           f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
           f"{time.monotonic() - began:.0f} s in all; logs in {out}")
-    print(f"{'way':<18} {'metric':<6} {'cell CV':>8} {'round CV':>9} {'A/A':>7} "
+    print(f"{'way':<18} {'metric':<6} {'CV A':>6} {'CV A2':>6} {'round CV':>9} {'A/A':>6} "
           f"{'median tok/s':>12} {'starts':>6} {'time s':>7}")
     for way in ways:
         for metric in METRICS:
-            cell_cv, within, aa = way.figures(metric)
+            cv_a, cv_b, within, aa = way.figures(metric)
             every = [x for rs in way.runs.values() for rnd in rs for r in rnd
                      if (x := rate(r, metric))]
             median = statistics.median(every) if every else float("nan")
-            print(f"{way.name:<18} {metric:<6} {cell_cv:>8.1%} {within:>9.1%} {aa:>+7.1%} "
-                  f"{median:>12.1f} {way.starts:>6} {way.seconds:>7.0f}")
+            print(f"{way.name:<18} {metric:<6} {cv_a:>6.1%} {cv_b:>6.1%} {within:>9.1%} "
+                  f"{aa:>6.3f} {median:>12.1f} {way.starts:>6} {way.seconds:>7.0f}")
 
 
 if __name__ == "__main__":

@@ -453,6 +453,23 @@ def test_offline_script_against_fake_vllm(tmp_path: Path, api: str) -> None:
     assert result["env"]["engine_commit"] == "0123abc45"
 
 
+def test_an_offline_run_repeats_its_batch_until_it_has_lasted_min_run_s(tmp_path: Path) -> None:
+    """The cpu runner sizes a measured run by the clock as it goes (TRIAGEBOT_MIN_RUN_S),
+    not by a batch count fixed from the warm-ups: every run lasts at least that long and
+    counts the tokens of every batch it ran."""
+    cell = planned(make_cell())
+    result, events = run_script(render(cell, Budget(warmups=0, runs=3)), tmp_path, runs=3,
+                                extra_env={"TRIAGEBOT_MIN_RUN_S": "0.05"})
+    assert result["status"] == "ok", result.get("error")
+    runs = result["runs"]
+    assert len(runs) == 3
+    for run in runs:
+        assert run["seconds"] >= 0.05
+        assert run["output_tokens"] == run["batches"] * 4 * 16
+    batches = [e for e in events if e["event"] == "batch"]
+    assert len(batches) == sum(r["batches"] for r in runs)  # no batch spent on sizing
+
+
 def test_offline_script_without_spec_and_with_video(tmp_path: Path) -> None:
     pytest.importorskip("numpy")
     cell = planned(make_cell(workload={"modality": "video", "videos_per_prompt": 1}))

@@ -172,3 +172,66 @@ def test_the_pool_closes_the_least_recently_used_engine_when_memory_is_short(
     assert pid is not None and tree_rss_bytes(pid) > 0
     pool.close_all()
     assert not made["c"].alive
+
+
+def test_the_pool_has_room_for_more_engines_only_once_it_knows_an_engines_size(
+        tmp_path: Path) -> None:
+    free = [64 << 30]
+    pool = LivePool(reserve_bytes=1 << 30, memory=lambda: free[0])
+    assert not pool.room_for(2)  # no engine measured yet: its size is unknown
+    pool.get("a", lambda: _live(tmp_path)).measure(1, tmp_path / "a.json", wall_limit_s=60)
+    pool.measured("a")
+    assert pool.room_for(2)
+    free[0] = 1 << 30  # only the reserve is free
+    assert not pool.room_for(1)
+    pool.drop("a")
+    assert not pool.running("a")
+    pool.close_all()
+
+
+PARTING = """
+
+
+def start():
+    return {}
+
+
+def measure_runs(state, count):
+    return {"runs": [run_record(10, 0.5) for _ in range(count)]}
+
+
+if __name__ == "__main__":
+    main_live(start, measure_runs)
+    # Told to end: wait (up to 30 s) until every engine of the pool has been told too.
+    folder = os.environ["PARTING"]
+    open(os.path.join(folder, str(os.getpid())), "w").close()
+    deadline = time.time() + 30
+    while len(os.listdir(folder)) < int(os.environ["ENGINES"]):
+        if time.time() > deadline:
+            sys.exit(9)
+        time.sleep(0.02)
+    open(os.environ["DONE"], "w").close()
+"""
+
+
+def test_the_pool_tells_every_engine_to_end_before_waiting_for_any(tmp_path: Path) -> None:
+    """Each engine here ends only once all have been told to: closed one after another,
+    the first would wait out its grace and be killed before its DONE file."""
+    from triagebot.model import CellWorkload, Sampling
+
+    runtime = environment().get_template("_common/runtime.py.j2").render(
+        cell={"cell_id": "c0123456789", "engine": "vllm"}, budget=Budget(runs=3, warmups=1),
+        schema_version=1, workload=CellWorkload, sampling=Sampling)
+    script = tmp_path / "parting.py"
+    script.write_text(runtime + textwrap.dedent(PARTING))
+    (tmp_path / "told").mkdir()
+    pool = LivePool(reserve_bytes=0, memory=lambda: None)
+    for key in ("a", "b", "c"):
+        env = {"PARTING": str(tmp_path / "told"), "ENGINES": "3",
+               "DONE": str(tmp_path / f"{key}.done")}
+        live = pool.get(key, lambda env=env, key=key: LiveScript(
+            script, python=sys.executable, env=env, log_path=tmp_path / f"{key}.log",
+            cwd=tmp_path, silence_limit_s=30.0, grace_s=5.0))
+        assert live.measure(1, tmp_path / f"{key}.json", wall_limit_s=60).status == "ok"
+    pool.close_all()
+    assert sorted(p.name for p in tmp_path.glob("*.done")) == ["a.done", "b.done", "c.done"]

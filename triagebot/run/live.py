@@ -130,6 +130,15 @@ class LiveScript:
     def measure(self, runs: int, result_path: Path, *, wall_limit_s: float,
                 stop: Callable[[], bool] | None = None) -> CellOutcome:
         """One round of `runs` runs (the first one also starts the engine), then pause."""
+        began = self.send(runs, result_path)
+        if isinstance(began, CellOutcome):
+            return began
+        return self.collect(result_path, began, wall_limit_s=wall_limit_s, stop=stop)
+
+    def send(self, runs: int, result_path: Path) -> float | CellOutcome:
+        """Ask for one round of `runs` runs without waiting for it (the first one starts
+        the engine; `runs` 0 only starts it and runs its warm-ups): when it began, for
+        `collect`, or the outcome of a script that could not be started."""
         result_path.unlink(missing_ok=True)
         result_path.parent.mkdir(parents=True, exist_ok=True)
         began = time.monotonic()
@@ -142,6 +151,12 @@ class LiveScript:
         with contextlib.suppress(BrokenPipeError, ValueError):
             self._proc.stdin.write(f"run {runs} {result_path}\n".encode())
             self._proc.stdin.flush()
+        return began
+
+    def collect(self, result_path: Path, began: float, *, wall_limit_s: float,
+                stop: Callable[[], bool] | None = None) -> CellOutcome:
+        """Wait for the round `send` asked for (under the watchdogs), then pause."""
+        assert self._proc is not None
         killed_by = self._wait(result_path, began, wall_limit_s, stop)
         wall_s = time.monotonic() - began
         self.rounds += 1
@@ -178,8 +193,9 @@ class LiveScript:
         code = self._proc.returncode if self._proc.returncode is not None else 0
         return outcome_of(sink, code, killed_by, result_path, wall_s=wall_s, limits=limits)
 
-    def close(self) -> None:
-        """End the script: stdin closed (it exits by itself), then its tree stopped."""
+    def release(self) -> None:
+        """Tell the script to end (resumed, its stdin closed) without waiting for it: the
+        pool tells every engine at once, and their shutdowns overlap."""
         proc = self._proc
         if proc is None:
             return
@@ -189,6 +205,13 @@ class LiveScript:
         if proc.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 proc.stdin.close()
+
+    def close(self) -> None:
+        """End the script: stdin closed (it exits by itself), then its tree stopped."""
+        proc = self._proc
+        if proc is None:
+            return
+        self.release()
         deadline = time.monotonic() + self._grace_s
         while not has_exited(proc) and time.monotonic() < deadline:
             time.sleep(_POLL_S)
@@ -284,6 +307,14 @@ class LivePool:
         if script is not None and script.pid is not None and script.alive:
             self._largest = max(self._largest, tree_rss_bytes(script.pid))
 
+    def room_for(self, engines: int) -> bool:
+        """Whether `engines` more engines of the largest size seen so far fit now, beside
+        the reserve, without closing any (False until one engine has been measured)."""
+        free = self._memory()
+        if free is None or self._largest == 0:
+            return False
+        return free - engines * self._largest >= self._reserve
+
     def _make_room(self) -> None:
         while self._live:
             free = self._memory()
@@ -292,6 +323,18 @@ class LivePool:
             oldest = next(iter(self._live))
             self._live.pop(oldest).close()
 
+    def drop(self, key: str) -> None:
+        """Close `key`'s script (one whose start failed: it may not have exited yet)."""
+        script = self._live.pop(key, None)
+        if script is not None:
+            script.close()
+
     def close_all(self) -> None:
-        while self._live:
-            self._live.popitem()[1].close()
+        """End every engine: all are told first, then each is waited for (a vLLM engine
+        takes seconds to shut down, and one after another they added up)."""
+        scripts = list(self._live.values())
+        self._live.clear()
+        for script in scripts:
+            script.release()
+        for script in scripts:
+            script.close()

@@ -7,8 +7,9 @@ test, in one round that mirrors the order of the round before, or repeats it whe
 earlier rounds lean the other way (adaptive escalation, `schedule.mirror_round`,
 `schedule.balanced_turn`). On the cpu runner, where an engine start costs a minute or
 more and runs cost seconds, each cell's engine is started once and kept, paused, between
-its rounds (`run/live.py`), and the rounds are small (`LIVE_RUNS_PER_ROUND`) so compared
-cells run close together in time. Everything lands in the
+its rounds (`run/live.py`), all of them started before the first round
+(`_start_engines`, two at a time), and the rounds are small (`LIVE_RUNS_PER_ROUND`) so
+compared cells run close together in time. Everything lands in the
 output folder: `plan.json`, `request.json`, `scripts/`, `results/<cell>-r<round>.json`, `logs/` and
 `findings.json`, which `triagebot report DIR` reads back.
 """
@@ -44,6 +45,11 @@ from triagebot.run.supervise import CellOutcome, run_script
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "envs"
 LIVE_RUNS_PER_ROUND = 2
+# Live engines start before the first round, this many at a time (after a first one
+# alone, whose size tells the pool whether two fit): an engine start is mostly one
+# process importing and compiling on one core, so two cores start two nearly as fast as
+# one, and nothing is being measured while they start.
+PARALLEL_STARTS = 2
 
 
 class RunSettings(BaseModel):
@@ -190,6 +196,11 @@ def _rounds(plan: Plan, request: ReproRequest | None, paths: Mapping[str, Path],
     walls: dict[str, float] = {}  # each cell's last start, to price an escalation round
     pace = Pace(plan.estimated_seconds, len(plan.cells))
     index = {c.cell_id: i + 1 for i, c in enumerate(plan.cells)}
+    failed_starts: dict[str, CellOutcome] = {}
+    if pool is not None:
+        failed_starts = _start_engines(plan, slots, paths, env, runner_env, settings, emit,
+                                       started, pool, scratch, store=store, stop=stop,
+                                       pace=pace, index=index, planned=planned)
     while slots:
         emit(Event(kind="round", round=round_index, runs_planned=planned, runs_done=done,
                    elapsed_s=time.monotonic() - started, escalation=escalation,
@@ -208,13 +219,22 @@ def _rounds(plan: Plan, request: ReproRequest | None, paths: Mapping[str, Path],
             where = {"cell_id": cell.cell_id, "label": cell.label, "round": slot.round,
                      "runs": slot.runs, "cell_index": index[cell.cell_id],
                      "cells": len(plan.cells), "escalation": escalation}
-            new_engine = pool is None or not pool.running(slot.cell_id)
+            # A start that failed before the first round was priced and announced then.
+            prestart = slot.cell_id in failed_starts
+            new_engine = pool is None or not (pool.running(slot.cell_id) or prestart)
             if pool is not None and new_engine:
                 emit(Event(kind="engine", runs_done=done, runs_planned=planned,
                            elapsed_s=elapsed, eta_s=_left(pace, slots[at:], pool), **where))
             emit(Event(kind="start", runs_done=done, runs_planned=planned,
                        elapsed_s=elapsed, eta_s=_left(pace, slots[at:], pool), **where))
-            if pool is not None:
+            if slot.cell_id in failed_starts:
+                # Its engine did not start before the first round: that is this round's
+                # outcome (the next round tries a fresh start, as after any failed round).
+                outcome = failed_starts.pop(slot.cell_id)
+                if outcome.result is not None:
+                    path = settings.out_dir / "results" / f"{slot.cell_id}-r{slot.round}.json"
+                    path.write_text(outcome.result.model_dump_json(indent=2) + "\n")
+            elif pool is not None:
                 outcome = _run_live(plan, slot, paths[slot.cell_id], env, runner_env,
                                     settings, stop, pool, scratch)
             else:
@@ -234,7 +254,8 @@ def _rounds(plan: Plan, request: ReproRequest | None, paths: Mapping[str, Path],
                 store.put(slot.cell_id, slot.round, result, outcome.wall_s)
             results[slot.cell_id].append(result)
             done += slot.runs
-            pace.add(outcome.wall_s, slot.runs, new_engine)
+            if not prestart:
+                pace.add(outcome.wall_s, slot.runs, new_engine)
             emit(Event(kind="done", status=outcome.status, runs_done=done,
                        runs_planned=planned, elapsed_s=time.monotonic() - started,
                        eta_s=_left(pace, slots[at + 1:], pool), **where))
@@ -277,24 +298,79 @@ def _live_rounds(runs: int) -> int:
     return rounds - rounds % 2
 
 
-def _run_live(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
-              runner_env: dict[str, str], settings: RunSettings,
-              stop: Callable[[], bool] | None, pool: LivePool,
-              scratch: contextlib.ExitStack) -> CellOutcome:
-    cell = plan.cell(slot.cell_id)
+def _make_live(plan: Plan, cell_id: str, script: Path, env: ProvisionedEnv,
+               runner_env: dict[str, str], settings: RunSettings, pool: LivePool,
+               scratch: contextlib.ExitStack) -> Callable[[], LiveScript]:
+    cell = plan.cell(cell_id)
     out = settings.out_dir
 
     def make() -> LiveScript:
         dirs = scratch.enter_context(vllm_cpu.per_run_dirs())
         return LiveScript(script, python=env.python, env={**cell.env, **runner_env, **dirs},
-                          log_path=out / "logs" / f"{slot.cell_id}-s{pool.starts}.log",
+                          log_path=out / "logs" / f"{cell_id}-s{pool.starts}.log",
                           cwd=out, silence_limit_s=settings.silence_limit_s)
 
-    session = pool.get(slot.cell_id, make)
+    return make
+
+
+def _run_live(plan: Plan, slot: Slot, script: Path, env: ProvisionedEnv,
+              runner_env: dict[str, str], settings: RunSettings,
+              stop: Callable[[], bool] | None, pool: LivePool,
+              scratch: contextlib.ExitStack) -> CellOutcome:
+    out = settings.out_dir
+    session = pool.get(slot.cell_id, _make_live(plan, slot.cell_id, script, env, runner_env,
+                                                settings, pool, scratch))
     outcome = session.measure(slot.runs, out / "results" / f"{slot.cell_id}-r{slot.round}.json",
                               wall_limit_s=plan.budget.cell_time_limit_s, stop=stop)
     pool.measured(slot.cell_id)
     return outcome
+
+
+def _start_engines(plan: Plan, slots: Sequence[Slot], paths: Mapping[str, Path],
+                   env: ProvisionedEnv, runner_env: dict[str, str], settings: RunSettings,
+                   emit: Progress, started: float, pool: LivePool,
+                   scratch: contextlib.ExitStack, *, store: SlotStore | None,
+                   stop: Callable[[], bool] | None, pace: Pace, index: Mapping[str, int],
+                   planned: int) -> dict[str, CellOutcome]:
+    """Start every cell's engine (and run its warm-ups) before the first round, in the
+    order the cells first run, `PARALLEL_STARTS` at a time where memory allows: the
+    rounds then measure engines that are all running. Cells whose every slot the store
+    already holds are not started. Returns the outcome of each start that failed."""
+    pending = [cid for cid in dict.fromkeys(s.cell_id for s in slots)
+               if store is None or any(store.get(s.cell_id, s.round) is None
+                                       for s in slots if s.cell_id == cid)]
+    first_round = {s.cell_id: s.round for s in reversed(slots)}
+    failed: dict[str, CellOutcome] = {}
+    while pending:
+        width = PARALLEL_STARTS if pool.starts and pool.room_for(PARALLEL_STARTS) else 1
+        group, pending = pending[:width], pending[width:]
+        began: list[tuple[str, LiveScript, Path, float]] = []
+        for cid in group:
+            if stop is not None and stop():
+                raise RunCancelled(f"stopped before starting {cid}'s engine")
+            cell = plan.cell(cid)
+            emit(Event(kind="engine", cell_id=cid, label=cell.label, round=first_round[cid],
+                       cell_index=index[cid], cells=len(plan.cells), runs_planned=planned,
+                       elapsed_s=time.monotonic() - started, eta_s=_left(pace, slots, pool)))
+            session = pool.get(cid, _make_live(plan, cid, paths[cid], env, runner_env,
+                                               settings, pool, scratch))
+            path = settings.out_dir / "logs" / f"{cid}-start.json"
+            sent = session.send(0, path)
+            if isinstance(sent, CellOutcome):
+                failed[cid] = sent
+                continue
+            began.append((cid, session, path, sent))
+        for cid, session, path, at in began:
+            outcome = session.collect(path, at, wall_limit_s=plan.budget.cell_time_limit_s,
+                                      stop=stop)
+            if outcome.killed_by == "cancelled":
+                raise RunCancelled(f"stopped while {cid}'s engine started")
+            pool.measured(cid)
+            pace.add(outcome.wall_s, 0, True)
+            if outcome.status != "ok":
+                failed[cid] = outcome
+                pool.drop(cid)
+    return failed
 
 
 def _escalation(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],

@@ -414,12 +414,20 @@ def prepare(version: str, model_ids: set[str], out_dir: Path, *, cache_dir: Path
             log: Callable[[str], None] | None = None) -> tuple[ProvisionedEnv, dict[str, str]]:
     """Everything a cpu plan needs before its first cell: the locked environment (the
     multimodal one where `multimodal`), the stand-in models (built where missing, linked
-    into `out_dir`) and the variables its scripts run with."""
+    into `out_dir`) and the variables its scripts run with.
+
+    The stand-ins are built (in this process, with its own torch) while the release
+    installs: on a fresh machine the install waits mostly on downloads and the build on
+    the CPU, so side by side they take about as long as the longer of the two."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from triagebot.run import standins
 
-    env = provision(version, cache_dir=cache_dir, wheels=wheels, log=log,
-                    variant=locks.MM if multimodal else None)
-    standins.ensure(model_ids, standins_dir, log=log)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="standins") as builder:
+        built = builder.submit(standins.ensure, model_ids, standins_dir, log=log)
+        env = provision(version, cache_dir=cache_dir, wheels=wheels, log=log,
+                        variant=locks.MM if multimodal else None)
+        built.result()
     standins.link_into(out_dir, standins_dir)
     return env, run_env(env, cache_dir)
 

@@ -231,7 +231,10 @@ def vllm_commit():
 
 # A measured run repeats its batch until it has decoded for at least this long (the cpu
 # runner sets it): a run of a fraction of a second is moved a lot by one burst of a
-# neighbour's work, a run of seconds averages over many.
+# neighbour's work, a run of seconds averages over many. The run is sized by the clock as
+# it goes, not by a batch count fixed from the warm-ups: a count fixed once per engine
+# start made one start's runs shorter than another's wherever its warm-ups met a busy
+# moment (or another engine starting beside it).
 MIN_RUN_S = float(os.environ.get("TRIAGEBOT_MIN_RUN_S", "0"))
 
 
@@ -243,43 +246,32 @@ def start():
     llm = LLM(**LLM_ARGS)
     params = SamplingParams(**SAMPLING)
     requests = build_requests(llm)
-    batch_s = None
     for _ in range(WARMUPS):
-        began = time.perf_counter()
         run_batch(llm, requests, params)
-        batch_s = time.perf_counter() - began
-    batches = 1
-    if MIN_RUN_S > 0:
-        if batch_s is None:
-            began = time.perf_counter()
-            run_batch(llm, requests, params)
-            batch_s = time.perf_counter() - began
-        batches = max(1, math.ceil(MIN_RUN_S / max(batch_s, 1e-3)))
-        print(f"triagebot: a batch takes {batch_s:.2f} s; each run repeats it {batches} "
-              f"time(s)", flush=True)
-    return {"llm": llm, "params": params, "requests": requests, "batches": batches,
-            "version": vllm.__version__}
+    return {"llm": llm, "params": params, "requests": requests, "version": vllm.__version__}
 
 
 def measure_runs(state, count):
     llm, params, requests = state["llm"], state["params"], state["requests"]
-    batches = state["batches"]
     runs, spec, outputs = [], None, []
     for i in range(count):
         before = spec_snapshot(llm) if HAS_SPEC else None
         cpu_before = tree_cpu_seconds()
         start_s = time.perf_counter()
-        tokens = 0
-        for _ in range(batches):
+        tokens = batches = 0
+        seconds = 0.0
+        while batches == 0 or seconds < MIN_RUN_S:
             outputs = run_batch(llm, requests, params)
             tokens += sum(len(o.outputs[0].token_ids) for o in outputs)
-        seconds = time.perf_counter() - start_s
+            batches += 1
+            seconds = time.perf_counter() - start_s
         cpu_after = tree_cpu_seconds()
         if HAS_SPEC:
             spec = spec_add(spec, spec_delta(before, spec_snapshot(llm)))
         cpu_s = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
         runs.append(run_record(tokens, seconds, cpu_s=cpu_s, batches=batches))
-        print(f"triagebot: run {i + 1}/{count}: {tokens} tokens in {seconds:.2f} s"
+        print(f"triagebot: run {i + 1}/{count}: {tokens} tokens in {seconds:.2f} s, "
+              f"{batches} batch(es)"
               + (f", {cpu_s:.2f} CPU s" if cpu_s is not None else ""), flush=True)
     if HAS_SPEC:
         # vLLM's own counters as it reports them, for anyone checking our deltas.

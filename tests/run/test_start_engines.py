@@ -1,0 +1,114 @@
+"""Live engines start before the first round, two at a time once one has shown its size
+(`orchestrate._start_engines`).
+
+The scripts are the templates' own runtime around a tiny `start`: an engine told to find a
+partner (PARTY, a folder) waits in its start until a second engine has entered the same
+folder, so a pair started one after the other fails its start and a pair started
+together passes, whatever the machine's speed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import textwrap
+from pathlib import Path
+
+from tests.report import load_fixture
+from triagebot.model import Budget, CellWorkload, Plan, Sampling
+from triagebot.progress import Event, Pace
+from triagebot.render import environment
+from triagebot.run.live import LivePool
+from triagebot.run.orchestrate import RunSettings, _start_engines
+from triagebot.run.provision import ProvisionedEnv
+from triagebot.run.schedule import Slot
+
+BODY = """
+
+
+def start():
+    if os.environ.get("FAIL_START"):
+        raise RuntimeError("this engine does not start")
+    party = os.environ.get("PARTY")
+    if party:
+        open(os.path.join(party, str(os.getpid())), "w").close()
+        deadline = time.time() + float(os.environ["PARTY_WAIT_S"])
+        while len(os.listdir(party)) < 2:
+            if time.time() > deadline:
+                raise RuntimeError("started alone")
+            time.sleep(0.02)
+    return {}
+
+
+def measure_runs(state, count):
+    return {"runs": [run_record(10, 0.5) for _ in range(count)]}
+
+
+if __name__ == "__main__":
+    main_live(start, measure_runs)
+"""
+
+
+def _script(tmp_path: Path) -> Path:
+    runtime = environment().get_template("_common/runtime.py.j2").render(
+        cell={"cell_id": "c0123456789", "engine": "vllm"}, budget=Budget(runs=3, warmups=1),
+        schema_version=1, workload=CellWorkload, sampling=Sampling)
+    path = tmp_path / "cell.py"
+    path.write_text(runtime + textwrap.dedent(BODY))
+    return path
+
+
+def _start(tmp_path: Path, envs: list[dict[str, str]], pool: LivePool
+           ) -> tuple[Plan, dict[str, object], list[Event]]:
+    plan, _ = load_fixture("noisy_unknown")
+    cells = [c.model_copy(update={"env": env}) for c, env in zip(plan.cells, envs, strict=True)]
+    plan = plan.model_copy(update={"cells": cells})
+    script = _script(tmp_path)
+    slots = [Slot(cell_id=c.cell_id, runs=2, round=0) for c in cells]
+    env = ProvisionedEnv(python=sys.executable, engine="vllm", version="0", kind="local",
+                         path=sys.prefix)
+    events: list[Event] = []
+    with contextlib.ExitStack() as scratch:
+        try:
+            failed = _start_engines(
+                plan, slots, {c.cell_id: script for c in cells}, env, {},
+                RunSettings(out_dir=tmp_path), events.append, 0.0, pool, scratch,
+                store=None, stop=None, pace=Pace(60.0, len(cells)),
+                index={c.cell_id: i + 1 for i, c in enumerate(cells)}, planned=10)
+            running = {c.cell_id: pool.running(c.cell_id) for c in cells}
+        finally:
+            pool.close_all()
+    return plan, {"failed": failed, "running": running, "starts": pool.starts}, events
+
+
+def test_after_the_first_engine_the_rest_start_two_at_a_time(tmp_path: Path) -> None:
+    pair_a, pair_b = tmp_path / "a", tmp_path / "b"
+    pair_a.mkdir()
+    pair_b.mkdir()
+    wait = {"PARTY_WAIT_S": "60"}
+    envs = [{}, {"PARTY": str(pair_a), **wait}, {"PARTY": str(pair_a), **wait},
+            {"PARTY": str(pair_b), **wait}, {"PARTY": str(pair_b), **wait}]
+    plan, got, events = _start(tmp_path, envs, LivePool(reserve_bytes=0,
+                                                         memory=lambda: 1 << 40))
+    assert got["failed"] == {}
+    assert got["running"] == {c.cell_id: True for c in plan.cells}
+    assert got["starts"] == 5
+    assert [e.cell_id for e in events if e.kind == "engine"] == [c.cell_id for c in plan.cells]
+
+
+def test_without_room_for_two_they_start_one_at_a_time_and_a_failed_start_is_returned(
+        tmp_path: Path) -> None:
+    # No memory figure (as off Linux): no two engines are started together.
+    envs: list[dict[str, str]] = [{}, {}, {}, {"FAIL_START": "1"}, {}]
+    for i in (1, 4):
+        (tmp_path / str(i)).mkdir()
+        envs[i] = {"PARTY": str(tmp_path / str(i)), "PARTY_WAIT_S": "1"}
+    plan, got, _ = _start(tmp_path, envs, LivePool(reserve_bytes=0, memory=lambda: None))
+    ids = [c.cell_id for c in plan.cells]
+    failed = got["failed"]
+    assert isinstance(failed, dict)
+    # The two that needed a partner started alone, and the one that cannot start failed.
+    assert set(failed) == {ids[1], ids[3], ids[4]}
+    assert all(o.status == "failed" for o in failed.values())
+    assert got["running"] == {ids[0]: True, ids[1]: False, ids[2]: True, ids[3]: False,
+                              ids[4]: False}
