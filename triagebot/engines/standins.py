@@ -65,7 +65,27 @@ class Training(Frozen):
     seed: int = 0
 
 
-class Recipe(Frozen):
+class Named(Frozen):
+    """What names a stand-in: its family and role, and a digest of everything else that
+    went into it, so a changed recipe is a new model and never a stale cached one."""
+
+    family: str
+    role: str
+
+    def digest(self) -> str:
+        body = {"v": RECIPE_VERSION, **self.model_dump(mode="json")}
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
+
+    @property
+    def model_id(self) -> str:
+        return f"{ROOT}/{self.family}-{self.role}-{self.digest()}"
+
+    @property
+    def folder(self) -> str:
+        return self.model_id.split("/", 1)[1]
+
+
+class Recipe(Named):
     """Everything that decides a stand-in's bytes: its id is a hash of this."""
 
     family: Family
@@ -82,20 +102,8 @@ class Recipe(Frozen):
     # For draft and heads: the target whose tokenizer (and, for heads, sizes) they share.
     target: Recipe | None = None
 
-    def digest(self) -> str:
-        body = {"v": RECIPE_VERSION, **self.model_dump(mode="json")}
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
 
-    @property
-    def model_id(self) -> str:
-        return f"{ROOT}/{self.family}-{self.role}-{self.digest()}"
-
-    @property
-    def folder(self) -> str:
-        return self.model_id.split("/", 1)[1]
-
-
-class VisionRecipe(Frozen):
+class VisionRecipe(Named):
     """A tiny GLM-4.1V (`Glm4vForConditionalGeneration`: a ViT encoder and a GLM text
     body) with seeded random weights and the ring language's tokenizer plus GLM's image
     and video tokens. It is never trained: it stands in for the encoder's work (patches
@@ -123,18 +131,6 @@ class VisionRecipe(Frozen):
     max_pixels: int = 512 * 512
     seed: int = 0
     corpus: Corpus = Corpus()
-
-    def digest(self) -> str:
-        body = {"v": RECIPE_VERSION, **self.model_dump(mode="json")}
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
-
-    @property
-    def model_id(self) -> str:
-        return f"{ROOT}/{self.family}-{self.role}-{self.digest()}"
-
-    @property
-    def folder(self) -> str:
-        return self.model_id.split("/", 1)[1]
 
 
 def vision() -> VisionRecipe:
