@@ -10,6 +10,7 @@ from triagebot.model import Plan
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.render import render_plan
 
 
 def plan_for(seed: str, *overrides: str) -> Plan:
@@ -56,6 +57,11 @@ def test_seed_001_varies_encoder_graphs_over_the_reporters_setups() -> None:
     assert {c.workload.modality for c in plan.cells} == {"image", "video"}
     assert {c.mm_encoder_tp_mode for c in plan.cells} == {None, "data"}
     assert all(c.workload.kind == "mm_processor" for c in plan.cells)
+    # The images are the size the report's bucket config gives; the video arms send none.
+    for cell, script in zip(plan.cells, render_plan(plan), strict=False):  # + the runner
+        image = cell.workload.modality == "image"
+        assert cell.workload.image_size == ((224, 224) if image else None), cell.label
+        assert ("{(224, 224, 1): 1.0}" in script.text) == image, cell.label
 
 
 def test_seed_002_needs_a_model_and_then_compares_mtp_on_and_off() -> None:
@@ -110,7 +116,6 @@ def test_plans_are_deterministic() -> None:
 
 def test_trust_remote_code_only_for_allowlisted_models() -> None:
     from triagebot.model import PlanPolicy
-    from triagebot.render import render_plan
 
     def trusts(text: str) -> bool:
         return "'trust_remote_code': True" in text or "'--trust-remote-code'" in text

@@ -339,6 +339,9 @@ def _workload(request: ReproRequest, options: ReproOptions, engine: str,
         modality=modality,
         images_per_prompt=request.workload.image_inputs or (1 if modality == "image" else 0),
         videos_per_prompt=request.workload.video_inputs or (1 if modality == "video" else 0),
+        # The reporter's image size where it states one (arms set the modality later):
+        # the encoder's work grows with it.
+        image_size=request.workload.image_size,
     )
 
 

@@ -228,6 +228,8 @@ def _apply(fields: dict[str, Any], level: Level) -> None:
             update = {key: value}
             if key == "modality":
                 update["dataset"] = "random-mm" if value != "text" else "random"
+                if value != "image":  # the report's image size is no video's or text's
+                    update["image_size"] = None
             fields["workload"] = w.model_copy(update=update)
         else:
             fields[key] = value

@@ -16,7 +16,7 @@ The benchmark always decodes greedily; the cell's sampling settings do not apply
 Run it by itself:  TRIAGEBOT_RESULT=result.json python3 this_file.py
 """
 # cell: Multi GPU GLM-4.6V-Flash video + vit_graph
-# plan efb8ff1d2ebb, vLLM 0.33.0, workload mm_processor
+# plan dcfd115d9834, vLLM 0.33.0, workload mm_processor
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
 CELL_ID = 'c9de394ba1b'
 ENGINE = 'vllm'

@@ -15,10 +15,10 @@ The benchmark always decodes greedily; the cell's sampling settings do not apply
 
 Run it by itself:  TRIAGEBOT_RESULT=result.json python3 this_file.py
 """
-# cell: Multi GPU GLM-4.1V-9B-Thinking image + vit_eager
-# plan efb8ff1d2ebb, vLLM 0.33.0, workload mm_processor
+# cell: Single GPU GLM-4.1V-9B-Thinking image + vit_graph
+# plan dcfd115d9834, vLLM 0.33.0, workload mm_processor
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
-CELL_ID = 'ca7b4e86bec'
+CELL_ID = 'c342f96396a'
 ENGINE = 'vllm'
 WARMUPS = 1
 RUNS = int(os.environ.get("TRIAGEBOT_RUNS", 5))
@@ -37,20 +37,19 @@ os.environ.update(CELL_ENV)
 MM_ARGS = [
     'bench', 'mm-processor',
     '--model', 'zai-org/GLM-4.1V-9B-Thinking',
-    '--tensor-parallel-size', '2',
+    '--tensor-parallel-size', '1',
     '--no-enforce-eager',
     '--seed', '0',
-    '--compilation-config', '{"encoder_cudagraph_token_budgets":[128,256,512,1024,1536,2048],"encoder_cudagraph_max_vision_items_per_batch":4,"encoder_cudagraph_max_frames_per_batch":32,"cudagraph_mm_encoder":false}',
-    '--mm-encoder-tp-mode', 'data',
-    '--limit-mm-per-prompt', '{"image":2}',
+    '--compilation-config', '{"encoder_cudagraph_token_budgets":[128,256,512,1024,1536,2048],"encoder_cudagraph_max_vision_items_per_batch":4,"encoder_cudagraph_max_frames_per_batch":32,"cudagraph_mm_encoder":true}',
+    '--limit-mm-per-prompt', '{"image":1}',
     '--dataset-name', 'random-mm',
     '--num-prompts', '100',
     '--random-input-len', '128',
     '--random-output-len', '256',
-    '--random-mm-base-items-per-request', '2',
+    '--random-mm-base-items-per-request', '1',
     '--random-mm-num-mm-items-range-ratio', '0.0',
-    '--random-mm-limit-mm-per-prompt', '{"image":2,"video":0}',
-    '--random-mm-bucket-config', '{(512, 512, 1): 1.0}',
+    '--random-mm-limit-mm-per-prompt', '{"image":1,"video":0}',
+    '--random-mm-bucket-config', '{(224, 224, 1): 1.0}',
     '--disable-tqdm',
 ]
 LOG_PATH = os.environ.get("TRIAGEBOT_BENCH_LOG") or f"bench-{CELL_ID}.log"

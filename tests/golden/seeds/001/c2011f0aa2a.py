@@ -15,10 +15,10 @@ The benchmark always decodes greedily; the cell's sampling settings do not apply
 
 Run it by itself:  TRIAGEBOT_RESULT=result.json python3 this_file.py
 """
-# cell: Single GPU GLM-4.1V-9B-Thinking image + vit_eager
-# plan efb8ff1d2ebb, vLLM 0.33.0, workload mm_processor
+# cell: Single GPU GLM-4.1V-9B-Thinking image + vit_graph (A/A)
+# plan dcfd115d9834, vLLM 0.33.0, workload mm_processor
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
-CELL_ID = 'c92562de4d6'
+CELL_ID = 'c2011f0aa2a'
 ENGINE = 'vllm'
 WARMUPS = 1
 RUNS = int(os.environ.get("TRIAGEBOT_RUNS", 5))
@@ -40,7 +40,7 @@ MM_ARGS = [
     '--tensor-parallel-size', '1',
     '--no-enforce-eager',
     '--seed', '0',
-    '--compilation-config', '{"encoder_cudagraph_token_budgets":[128,256,512,1024,1536,2048],"encoder_cudagraph_max_vision_items_per_batch":4,"encoder_cudagraph_max_frames_per_batch":32,"cudagraph_mm_encoder":false}',
+    '--compilation-config', '{"encoder_cudagraph_token_budgets":[128,256,512,1024,1536,2048],"encoder_cudagraph_max_vision_items_per_batch":4,"encoder_cudagraph_max_frames_per_batch":32,"cudagraph_mm_encoder":true}',
     '--limit-mm-per-prompt', '{"image":1}',
     '--dataset-name', 'random-mm',
     '--num-prompts', '100',
@@ -49,7 +49,7 @@ MM_ARGS = [
     '--random-mm-base-items-per-request', '1',
     '--random-mm-num-mm-items-range-ratio', '0.0',
     '--random-mm-limit-mm-per-prompt', '{"image":1,"video":0}',
-    '--random-mm-bucket-config', '{(512, 512, 1): 1.0}',
+    '--random-mm-bucket-config', '{(224, 224, 1): 1.0}',
     '--disable-tqdm',
 ]
 LOG_PATH = os.environ.get("TRIAGEBOT_BENCH_LOG") or f"bench-{CELL_ID}.log"
