@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.signals import as_from_a_terminal
 from triagebot.run import leftovers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +31,8 @@ def test_a_repro_told_to_stop_stops_its_scripts_and_says_so(tmp_path: Path,
     argv = [sys.executable, "-m", "triagebot.cli", "repro", str(SAMPLE), "--engine",
             "transformers", "modes=eager", "spec=ngram:2,none", "runs=6", "--max-runs", "6",
             "--out", str(tmp_path / "out"), "--cache", str(tmp_path / "envs")]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=as_from_a_terminal)
     # Its own cache, so its scope: the reaping at the start of a run touches nothing else.
     scope = leftovers.scope_of(tmp_path / "envs")
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.signals import as_from_a_terminal
 from triagebot.run import leftovers
 from triagebot.run.orchestrate import DEFAULT_CACHE
 
@@ -52,7 +53,7 @@ def test_a_repro_terminated_with_a_paused_engine_leaves_no_engine(tmp_path: Path
             "--runner", "cpu", f"version={VERSION}", "modes=eager", "spec=none", "runs=2", "--out",
             str(tmp_path / "out"), "--cache", str(cache)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, cwd=tmp_path)
+                            text=True, cwd=tmp_path, preexec_fn=as_from_a_terminal)
     scope = leftovers.scope_of(cache)
     tree: list[int] = []
     try:

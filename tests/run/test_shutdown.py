@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.signals import as_from_a_terminal
 from triagebot.model import Budget
 from triagebot.render import environment
 from triagebot.run import leftovers
@@ -121,7 +122,7 @@ def _holder(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[str], str]:
     scope = leftovers.scope_of(tmp_path)
     proc = subprocess.Popen([sys.executable, str(holder), str(engine), str(one_shot),
                              str(tmp_path), scope, mode], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=as_from_a_terminal)
     return proc, scope
 
 
