@@ -11,18 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.processes import process_state
 from tests.fakes.signals import as_from_a_terminal
 from triagebot.run import leftovers
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "samples" / "glm-ocr-mtp-graph.md"
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=lambda s: s.name)
@@ -54,7 +48,7 @@ def test_a_repro_told_to_stop_stops_its_scripts_and_says_so(tmp_path: Path,
     how = "interrupted" if sig == signal.SIGINT else "terminated"
     assert f"triagebot: {how} ({sig.name});" in err
     deadline = time.monotonic() + 10
-    while any(_state(p) not in ("gone", "Z") for p in seen):
-        assert time.monotonic() < deadline, [(p, _state(p)) for p in seen]
+    while any(process_state(p) not in ("gone", "Z") for p in seen):
+        assert time.monotonic() < deadline, [(p, process_state(p)) for p in seen]
         time.sleep(0.05)
     assert leftovers.started_by(scope, proc.pid) == []

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.processes import process_state
 from tests.fakes.signals import as_from_a_terminal
 from triagebot.run import leftovers
 from triagebot.run.orchestrate import DEFAULT_CACHE
@@ -26,13 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # The release whose environment `./dev demo` builds: no other install for this test.
 VERSION = "0.25.1"
 SAMPLE = ROOT / "samples" / "glm-ocr-mtp-graph.md"
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
 
 
 def _name(pid: int) -> str:
@@ -64,7 +58,7 @@ def test_a_repro_terminated_with_a_paused_engine_leaves_no_engine(tmp_path: Path
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no engine paused in 600 s"
             tree = leftovers.started_by(scope, proc.pid)
-            if any(_name(p).startswith("VLLM::EngineCore") and _state(p) == "T"
+            if any(_name(p).startswith("VLLM::EngineCore") and process_state(p) == "T"
                    for p in tree):
                 break
             time.sleep(0.2)
@@ -73,8 +67,8 @@ def test_a_repro_terminated_with_a_paused_engine_leaves_no_engine(tmp_path: Path
         assert proc.returncode == -signal.SIGTERM, err
         assert "Traceback" not in err and "terminated (SIGTERM); stopped the" in err
         deadline = time.monotonic() + 10
-        while any(_state(p) not in ("gone", "Z") for p in tree):
-            assert time.monotonic() < deadline, [(p, _name(p), _state(p)) for p in tree]
+        while any(process_state(p) not in ("gone", "Z") for p in tree):
+            assert time.monotonic() < deadline, [(p, _name(p), process_state(p)) for p in tree]
             time.sleep(0.1)
         assert leftovers.started_by(scope, proc.pid) == []
     finally:
@@ -83,6 +77,6 @@ def test_a_repro_terminated_with_a_paused_engine_leaves_no_engine(tmp_path: Path
             proc.wait()
         leftovers.reap(scope)
         for pid in tree:  # whatever the test failed on, nothing of it stays stopped
-            if _state(pid) not in ("gone", "Z"):
+            if process_state(pid) not in ("gone", "Z"):
                 os.kill(pid, signal.SIGCONT)
                 os.kill(pid, signal.SIGKILL)

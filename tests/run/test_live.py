@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.processes import process_state
 from triagebot.model import Budget, RunResult
 from triagebot.render import environment
 from triagebot.run.live import LivePool, LiveScript, tree_rss_bytes
@@ -63,16 +64,9 @@ def _live(tmp_path: Path, **env: str) -> LiveScript:
                       silence_limit_s=30.0, grace_s=1.0)
 
 
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
-
-
 def _stopped(pid: int) -> bool:
     deadline = time.monotonic() + 5
-    while _state(pid) != "T":
+    while process_state(pid) != "T":
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
@@ -81,7 +75,7 @@ def _stopped(pid: int) -> bool:
 
 def _gone(pid: int) -> bool:
     deadline = time.monotonic() + 5
-    while _state(pid) not in ("gone", "Z"):
+    while process_state(pid) not in ("gone", "Z"):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)

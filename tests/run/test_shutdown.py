@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.processes import process_state
 from tests.fakes.signals import as_from_a_terminal
 from triagebot.model import Budget
 from triagebot.render import environment
@@ -90,13 +91,6 @@ run_until_stopped(main)
 """
 
 
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
-
-
 def _wait(check, what: str, limit_s: float = 60.0):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + limit_s
     while True:
@@ -134,14 +128,14 @@ def _tree(scope: str, holder: subprocess.Popen[str], mode: str) -> list[int]:
     def ready() -> list[int]:
         assert holder.poll() is None, holder.communicate()
         pids = leftovers.started_by(scope, holder.pid)
-        stopped = [p for p in pids if _state(p) == "T"]
+        stopped = [p for p in pids if process_state(p) == "T"]
         return pids if len(pids) == want and len(stopped) == 4 else []
 
     return _wait(ready, f"{want} processes under the holder, 4 of them stopped")
 
 
 def _none_left(pids: list[int], scope: str) -> None:
-    _wait(lambda: all(_state(p) in ("gone", "Z") for p in pids), "the tree to end", 10)
+    _wait(lambda: all(process_state(p) in ("gone", "Z") for p in pids), "the tree to end", 10)
     assert leftovers.leftovers(scope) == []
 
 
@@ -183,9 +177,9 @@ def test_a_holder_killed_outright_leaves_a_stopped_tree_the_next_runner_ends(
         # The scripts die with their owner (the trampoline's parent-death signal); their
         # engine cores are left, stopped, which is the defect the reaper mends.
         left = _wait(lambda: leftovers.leftovers(scope) if all(
-            p in leftovers.leftovers(scope) or _state(p) in ("gone", "Z") for p in tree)
+            p in leftovers.leftovers(scope) or process_state(p) in ("gone", "Z") for p in tree)
             and len(leftovers.leftovers(scope)) == 2 else [], "the scripts to die")
-        assert all(_state(p) == "T" for p in left)
+        assert all(process_state(p) == "T" for p in left)
         # A dead owner's process of another scope is not ours to end.
         other = {**os.environ, leftovers.OWNER_VAR: "another:1:0"}
         decoy = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
@@ -217,7 +211,7 @@ def test_an_owner_is_its_pid_and_start_time_so_a_reused_pid_is_no_owner(
                                  env={**os.environ, leftovers.OWNER_VAR: tag})
                 for tag in (mine, reused)]
     try:
-        _wait(lambda: all(_state(c.pid) == "S" for c in children), "the children")
+        _wait(lambda: all(process_state(c.pid) == "S" for c in children), "the children")
         assert leftovers.leftovers(scope) == [children[1].pid]
         assert leftovers.started_by(scope, os.getpid()) == [children[0].pid]
     finally:
@@ -249,10 +243,10 @@ def test_a_server_in_a_session_of_its_own_ends_when_its_script_is_killed(
         assert os.getsid(server) == server != os.getsid(proc.pid)
         proc.kill()  # ...and SIGKILL runs nothing in the script
         proc.wait()
-        _wait(lambda: _state(server) in ("gone", "Z"), "the server to end", 10)
+        _wait(lambda: process_state(server) in ("gone", "Z"), "the server to end", 10)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        if server is not None and _state(server) not in ("gone", "Z"):
+        if server is not None and process_state(server) not in ("gone", "Z"):
             os.kill(server, signal.SIGKILL)
