@@ -1,7 +1,7 @@
 """Run-to-run noise of vLLM CPU cells on the `cpu` runner, and what cuts it, side by side.
 
 Run from the repository root: `.venv/bin/python bench/cpu_noise.py [--version 0.25.1]
-[--rounds 4] [--runs 3] [--ways live:2] [--neighbour]`. One configuration (no
+[--rounds 4] [--runs 3] [--ways live:2,workers:2] [--neighbour]`. One configuration (no
 speculation, eager, the plan's CPU workload) is measured as an A/A pair, two engines of
 the same cell, under each way of running named in `--ways`, interleaved round by round
 (the ways' order mirrored every round) so that the machine's load falls on all of them
@@ -13,7 +13,14 @@ alike:
 * `live:S`: each engine started once, before the first round, and kept between rounds,
   paused while the other runs (`triagebot/run/live.py`), each run repeating its batch
   until S seconds have passed (`TRIAGEBOT_MIN_RUN_S`; `live:0` is one batch). The
-  runner's own way is `live:2` (`MIN_RUN_S` in `triagebot/plan/cpu.py`), the default.
+  runner's own way is `live:2` (`MIN_RUN_S` in `triagebot/plan/cpu.py`), the default:
+  the engine in the script's own process, on one torch thread (`IN_PROCESS_ENV`);
+* `workers:S`: as `live:S`, with the engine core and its worker in processes of their
+  own, vLLM's default layout (and the runner's before `IN_PROCESS_ENV`).
+
+Every round also times a fixed piece of work (a matrix product repeated for 2 s on one
+thread), the machine's floor: no way of running an engine is steadier than the machine
+it runs on, and on a virtual machine whose host is shared the floor is not zero.
 
 `--neighbour` keeps one core busy beside the measurement (a process that only spins, as
 a neighbour's job would), for the "busy neighbour core" figure.
@@ -50,6 +57,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.vllm_cpu import plan_for
 from triagebot.model import Plan, RunMeasurement
+from triagebot.plan import cpu as cpu_plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.live import LiveScript
@@ -163,18 +171,42 @@ class Way:
                 aa_ratio(cells["A"], cells["A'"]))
 
 
-def parse_way(text: str) -> tuple[str, bool, float]:
-    """(name, live, min run seconds) of a `--ways` item: `restart` or `live:S`."""
+def parse_way(text: str) -> tuple[str, bool, float, bool]:
+    """(name, live, min run seconds, engine in its own processes) of a `--ways` item:
+    `restart`, `live:S` or `workers:S`."""
     if text == "restart":
-        return "restart, 1 batch", False, 0.0
+        return "restart, 1 batch", False, 0.0, False
     kind, _, secs = text.partition(":")
     try:
         value = float(secs)
     except ValueError:
         value = -1.0
-    if kind != "live" or value < 0:
-        sys.exit(f"--ways: {text!r} is neither `restart` nor `live:S` (S seconds, >= 0)")
-    return (f"live, >= {value:g} s" if value else "live, 1 batch"), True, value
+    if kind not in ("live", "workers") or value < 0:
+        sys.exit(f"--ways: {text!r} is none of `restart`, `live:S` and `workers:S` "
+                 "(S seconds, >= 0)")
+    run = f">= {value:g} s" if value else "1 batch"
+    return (f"{kind}, {run}"), True, value, kind == "workers"
+
+
+def floor_rate(seconds: float = 2.0) -> float:
+    """Matrix products per second of one thread for `seconds`: fixed work, no engine."""
+    import numpy as np
+
+    a = np.random.default_rng(0).standard_normal((192, 192)).astype(np.float32)
+    done, began = 0, time.perf_counter()
+    while time.perf_counter() - began < seconds:
+        for _ in range(20):
+            a @ a
+        done += 20
+    return done / (time.perf_counter() - began)
+
+
+def in_workers(plan: Plan) -> Plan:
+    """`plan` with its cell's engine in processes of its own, vLLM's default layout."""
+    cell = plan.cells[0]
+    env = {k: v for k, v in cell.env.items() if k not in cpu_plan.IN_PROCESS_ENV}
+    env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1"
+    return plan.model_copy(update={"cells": [cell.model_copy(update={"env": env})]})
 
 
 def spin() -> subprocess.Popen[bytes]:
@@ -188,7 +220,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3, help="measured runs per engine per round")
     ap.add_argument("--ways", default="live:2",
-                    help="comma-separated: restart, live:S (default live:2, the runner's)")
+                    help="comma-separated: restart, live:S (default live:2, the runner's), "
+                         "workers:S")
     ap.add_argument("--neighbour", action="store_true",
                     help="keep one core busy beside the measurement")
     args = ap.parse_args()
@@ -198,11 +231,16 @@ def main() -> None:
     env, runner_env = vllm_cpu.prepare(args.version, {c.model for c in plan.cells}, out,
                                        cache_dir=DEFAULT_CACHE,
                                        standins_dir=standins.DEFAULT_CACHE)
-    script = next(s for s in render_plan(plan) if s.cell_id)
-    path = out / script.filename
-    path.write_text(script.text)
-    ways = [Way(name, plan, path, env.python, runner_env, out, live=live, min_run_s=secs)
-            for name, live, secs in chosen]
+    scripts: dict[bool, tuple[Plan, Path]] = {}
+    for workers in sorted({c[3] for c in chosen}):
+        variant = in_workers(plan) if workers else plan
+        script = next(s for s in render_plan(variant) if s.cell_id)
+        path = out / (("workers-" if workers else "") + script.filename)
+        path.write_text(script.text)
+        scripts[workers] = (variant, path)
+    ways = [Way(name, *scripts[workers], env.python, runner_env, out, live=live,
+                min_run_s=secs) for name, live, secs, workers in chosen]
+    floor: list[list[float]] = []
     neighbour = spin() if args.neighbour else None
     load_before = os.getloadavg()[0]
     began = time.monotonic()
@@ -216,6 +254,9 @@ def main() -> None:
             for way in order:
                 for cell in cells:
                     way.measure(cell, r, args.runs)
+            floor.append([floor_rate() for _ in range(args.runs)])
+            print(f"  round {r} floor (fixed work): "
+                  + ", ".join(f"{x:.0f}" for x in floor[-1]) + " products/s", flush=True)
     finally:
         for way in ways:
             way.close()
@@ -237,6 +278,10 @@ def main() -> None:
             median = statistics.median(every) if every else float("nan")
             print(f"{way.name:<18} {metric:<6} {cv_a:>6.1%} {cv_b:>6.1%} {within:>9.1%} "
                   f"{aa:>6.3f} {median:>12.1f} {way.starts:>6} {way.seconds:>7.0f}")
+    every = [x for rnd in floor for x in rnd]
+    if every:
+        print(f"{'floor (fixed work)':<18} {'wall':<6} {log_cv(every):>6.1%} {'':>6} "
+              f"{within_round_cv(floor):>9.1%} {'':>6} {statistics.median(every):>12.1f}")
 
 
 if __name__ == "__main__":

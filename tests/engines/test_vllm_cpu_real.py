@@ -28,6 +28,7 @@ from triagebot.model import Cell, Plan, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan import cpu as cpu_plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.live import LiveScript
@@ -320,6 +321,10 @@ def test_a_live_engine_serves_rounds_of_time_sized_runs_with_their_cpu_time(
             assert run.cpu_s is not None and run.cpu_s > 0
     log = (runner.out / "logs" / "live.log").read_text()
     assert log.count("triagebot: vLLM ") == 1  # one engine start for both rounds
+    # The engine ran in the script's process (IN_PROCESS_ENV): vLLM prefixes the lines of
+    # an engine core or worker process of its own with its name and pid.
+    assert cell.env.items() >= cpu_plan.IN_PROCESS_ENV.items()
+    assert "(EngineCore pid=" not in log and "(Worker pid=" not in log, log[-3000:]
 
 
 def _stopped(pid: int) -> bool:

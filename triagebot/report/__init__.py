@@ -188,10 +188,10 @@ def _metric_lines(findings: Findings) -> list[Md]:
     return [_t("Verdicts use wall-clock tok/s. The engine's CPU time per output token (every "
                "process and thread of it) is recorded beside it as a cross-check: run-to-run "
                f"CV {min(cpu):.1%}-{max(cpu):.1%} per cell, against wall-clock's "
-               f"{min(wall):.1%}-{max(wall):.1%}. On a shared runner neither is steady: CPU "
-               "time leaves out the moments a neighbour held the core but counts the "
-               "engine's own waiting (its processes poll each other), and measured side by "
-               "side on live engines (bench/cpu_noise.py) it was no steadier than wall-clock "
+               f"{min(wall):.1%}-{max(wall):.1%}. CPU time leaves out the moments a "
+               "neighbour held the core, but not a slower core: on a shared virtual machine "
+               "the speed of the core itself drifts (bench/cpu_noise.py times fixed work "
+               "beside the engines), and there CPU time was no steadier than wall-clock "
                "time, so the verdicts keep wall-clock time.", 700)]
 
 
