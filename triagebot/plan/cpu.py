@@ -94,10 +94,11 @@ ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_CPU_OMP_THREADS_BIND": "auto"}
 # An offline text cell runs its engine in the script's own process, on one torch thread.
 # In its own processes, the engine core waits on the worker by spinning (vLLM's CPU build
 # says so: "make scheduler proc sleep when idle"), so one engine kept both cores busy and
-# a neighbour's work fought it. Side by side in bench/cpu_noise.py, in-process started in
-# about a third of the time and, with a neighbour busy on one core, decoded several times
-# faster with a fraction of the run-to-run spread. One torch thread matters: unpinned,
-# two OpenMP threads fought the neighbours and decoded at a few tok/s.
+# a neighbour's work fought it. Side by side in bench/cpu_noise.py (`--ways
+# live:2,workers:2`), in-process it started sooner and its runs within a round spread
+# about a third as much, quiet or with a neighbour busy on one core. One torch thread
+# matters: with two, unbound, OpenMP threads fought the neighbours and decoded at a few
+# tok/s.
 IN_PROCESS_ENV = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": "1"}
 DTYPE = "float32"
 MAX_NUM_SEQS = 8
