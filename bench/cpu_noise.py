@@ -18,9 +18,10 @@ alike:
 * `workers:S`: as `live:S`, with the engine core and its worker in processes of their
   own, vLLM's default layout (and the runner's before `IN_PROCESS_ENV`).
 
-Every round also times a fixed piece of work (a matrix product repeated for 2 s on one
-thread), the machine's floor: no way of running an engine is steadier than the machine
-it runs on, and on a virtual machine whose host is shared the floor is not zero.
+Every round also times a fixed piece of work (a matrix product repeated for 2 s, on one
+thread in a process of its own), the machine's floor: no way of running an engine is
+steadier than the machine it runs on, and on a virtual machine whose host is shared the
+floor is not zero.
 
 `--neighbour` keeps one core busy beside the measurement (a process that only spins, as
 a neighbour's job would), for the "busy neighbour core" figure.
@@ -188,17 +189,28 @@ def parse_way(text: str) -> tuple[str, bool, float, bool]:
     return (f"{kind}, {run}"), True, value, kind == "workers"
 
 
-def floor_rate(seconds: float = 2.0) -> float:
-    """Matrix products per second of one thread for `seconds`: fixed work, no engine."""
-    import numpy as np
-
-    a = np.random.default_rng(0).standard_normal((192, 192)).astype(np.float32)
+# The floor's work, in a process of its own so that its BLAS runs on one thread: a matrix
+# product repeated for 2 s, `runs` times, each time's products per second on a line.
+_FLOOR = """
+import sys, time
+import numpy as np
+a = np.random.default_rng(0).standard_normal((192, 192)).astype(np.float32)
+for _ in range(int(sys.argv[1])):
     done, began = 0, time.perf_counter()
-    while time.perf_counter() - began < seconds:
+    while time.perf_counter() - began < 2.0:
         for _ in range(20):
             a @ a
         done += 20
-    return done / (time.perf_counter() - began)
+    print(done / (time.perf_counter() - began), flush=True)
+"""
+_ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def floor_rates(runs: int) -> list[float]:
+    """Matrix products per second of one thread, `runs` times 2 s: fixed work, no engine."""
+    out = subprocess.run([sys.executable, "-c", _FLOOR, str(runs)], check=True,
+                         capture_output=True, text=True, env={**os.environ, **_ONE_THREAD})
+    return [float(line) for line in out.stdout.split()]
 
 
 def in_workers(plan: Plan) -> Plan:
@@ -254,7 +266,7 @@ def main() -> None:
             for way in order:
                 for cell in cells:
                     way.measure(cell, r, args.runs)
-            floor.append([floor_rate() for _ in range(args.runs)])
+            floor.append(floor_rates(args.runs))
             print(f"  round {r} floor (fixed work): "
                   + ", ".join(f"{x:.0f}" for x in floor[-1]) + " products/s", flush=True)
     finally:
