@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.processes import process_state
+from tests.fakes.processes import process_argv, process_state
 from tests.fakes.signals import as_from_a_terminal
 from triagebot.run import leftovers
 from triagebot.run.orchestrate import DEFAULT_CACHE
@@ -30,15 +30,8 @@ VERSION = "0.25.1"
 SAMPLE = ROOT / "samples" / "glm-ocr-mtp-graph.md"
 
 
-def _argv(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
-    except OSError:
-        return []
-
-
 def _is_cell_script(pid: int, scripts: Path) -> bool:
-    return any(arg.startswith(str(scripts)) for arg in _argv(pid))
+    return any(arg.startswith(str(scripts)) for arg in process_argv(pid))
 
 
 def test_a_repro_terminated_with_a_paused_engine_leaves_no_engine(tmp_path: Path) -> None:
@@ -73,7 +66,8 @@ def test_a_repro_terminated_with_a_paused_engine_leaves_no_engine(tmp_path: Path
         assert "Traceback" not in err and "terminated (SIGTERM); stopped the" in err
         deadline = time.monotonic() + 10
         while any(process_state(p) not in ("gone", "Z") for p in tree):
-            assert time.monotonic() < deadline, [(p, _argv(p)[:2], process_state(p)) for p in tree]
+            assert time.monotonic() < deadline, [
+                (p, process_argv(p)[:2], process_state(p)) for p in tree]
             time.sleep(0.1)
         assert leftovers.started_by(scope, proc.pid) == []
     finally:
