@@ -149,6 +149,23 @@ def test_spec_extras_and_env_are_checked() -> None:
     assert err.value.field == "workload.kind"
 
 
+def test_image_cells_are_served_by_the_mllm_engine_and_videos_refused() -> None:
+    image = CellWorkload(kind="serve", num_prompts=2, input_len=8, concurrency=4,
+                         modality="image", images_per_prompt=1, image_size=(96, 128))
+    cell = planned(make_cell(spec=mtp(5), workload=image))
+    assert cell.engine_args["flags"]["mllm"] is True
+    text = render_cell(plan_for(cell), cell).text
+    ast.parse(text)
+    assert "IMAGE_SIZE = [96, 128]" in text and "IMAGES_PER_PROMPT = 1" in text
+    assert any("1 generated 96x128 image(s)" in n
+               for n in vllm_mlx.template_context(cell)["notes"])
+    assert "mllm" not in vllm_mlx.engine_args(make_cell(spec=mtp(5)))["flags"]
+    with pytest.raises(PlanRejected) as err:
+        vllm_mlx.engine_args(make_cell(workload=image.model_copy(
+            update={"modality": "video", "images_per_prompt": 0, "videos_per_prompt": 1})))
+    assert err.value.field == "workload.modality"
+
+
 def test_estimate() -> None:
     cell = make_cell(spec=mtp())
     assert 0 < vllm_mlx.estimate_seconds(cell, Budget(runs=1)) < vllm_mlx.estimate_seconds(

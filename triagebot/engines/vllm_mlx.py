@@ -71,6 +71,10 @@ def engine_args(cell: Cell) -> dict[str, Any]:
         flags["continuous_batching"] = True
     if cell.trust_remote_code:
         flags["trust_remote_code"] = True
+    if cell.workload.modality == "image":
+        # Images go through vllm-mlx's multimodal (MLLM) engine, and MTP through its MLLM
+        # path; the route is named rather than left to its guess from the model's name.
+        flags["mllm"] = True
     if cell.sampling.max_tokens > _DEFAULT_MAX_REQUEST_TOKENS:
         flags["max_request_tokens"] = cell.sampling.max_tokens
     args: dict[str, Any] = {"flags": flags}
@@ -102,10 +106,10 @@ def _reject_unsupported(cell: Cell) -> None:
         raise PlanRejected(f"extra_speculative_config.{key} has no vllm-mlx flag",
                            field=f"extra_speculative_config.{key}", accepted=["optimistic"])
     require_template(cell, TEMPLATES, "vllm-mlx")
-    if cell.workload.modality != "text":
+    if cell.workload.modality not in ("text", "image"):
         raise PlanRejected(
-            f"workload.modality={cell.workload.modality}: the vllm-mlx template sends text only",
-            field="workload.modality", accepted=["text"],
+            f"workload.modality={cell.workload.modality}: the vllm-mlx template sends text "
+            "or images", field="workload.modality", accepted=["text", "image"],
         )
     _reject_spec(cell)
 
@@ -144,8 +148,13 @@ def template_context(cell: Cell) -> dict[str, Any]:
         notes.append(f"vllm-mlx {release} reports MTP counters only for multimodal "
                      f"batching; text counters arrived in {_TEXT_COUNTERS_FROM}")
     if cell.sampling.ignore_eos:
-        notes.append("/v1/completions has no ignore_eos: requests may stop early, output "
-                     "tokens are counted from usage")
+        notes.append("vllm-mlx's completions APIs have no ignore_eos: requests may stop "
+                     "early, output tokens are counted from usage")
+    if cell.workload.modality == "image":
+        height, width = cell.workload.image_size or (224, 224)
+        notes.append(f"each prompt is a chat message with {cell.workload.images_per_prompt} "
+                     f"generated {height}x{width} image(s), served by vllm-mlx's MLLM engine "
+                     "(--mllm)")
     return {"release": release, "ready_timeout_s": 1800, "notes": notes}
 
 

@@ -4,8 +4,10 @@ A lock is `triagebot/engines/locks/vllm-mlx-X.txt`, hashed `uv pip compile` outp
 `triagebot.run.vllm_mlx` installs as it is. A lock is not vllm-mlx's own resolution:
 its requirements are `REQUIREMENTS` below, each override in `OVERRIDES` says why the
 release's own pins do not run verified MTP on Linux, and torch and torchvision are left
-out (vllm-mlx lists them for vision preprocessing; `vllm-mlx serve` on a text model runs
-without them, and PyPI's Linux torch is the CUDA build, gigabytes that a CPU never uses).
+out (vllm-mlx lists them for vision preprocessing; `vllm-mlx serve` runs without them,
+the text path and, with mlx-vlm's own numpy Qwen3-VL processors, the Qwen3.5
+vision-language one, and PyPI's Linux torch is the CUDA build, gigabytes that a CPU never
+uses).
 Reading the folder and these tables is all this module does, so plans can name only
 releases a runner can install.
 """

@@ -254,10 +254,12 @@ def spec_standin(spec: SpecParams, family: standins.Family) -> SpecParams:
 
 def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
           multimodal: bool = False, speculates: bool = False,
-          image_size: tuple[int, int] | None = None) -> tuple[CellWorkload, Sampling]:
+          image_size: tuple[int, int] | None = None,
+          starts: str = "each cell's engine starts once (20-90 s) and serves all its rounds"
+          ) -> tuple[CellWorkload, Sampling]:
     """A workload sized for the cpu runner: text, or where `multimodal` a few one-image
     prompts (of the report's `image_size` where it states one) through `vllm bench
-    mm-processor`."""
+    mm-processor`. `starts` says how the runner starts its engines, in a note."""
     if multimodal:
         return scale_multimodal(workload, sampling, choices, image_size)
     serve = workload.kind == "serve"
@@ -286,8 +288,8 @@ def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
               f"for {MIN_RUN_S:g} s")
     choices.note(f"on the cpu runner each batch sends at most {update['num_prompts']} "
                  f"prompt(s) of at most {CAPS['input_len']} tokens and generates at most "
-                 f"{CAPS['max_tokens']} tokens per prompt{repeat}; each cell's engine starts "
-                 "once (20-90 s) and serves all its rounds, so the plan fits in minutes")
+                 f"{CAPS['max_tokens']} tokens per prompt{repeat}; {starts}, so the plan "
+                 "fits in minutes")
     return workload.model_copy(update=update), sampling
 
 

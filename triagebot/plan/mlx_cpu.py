@@ -1,15 +1,18 @@
 """Plan-time choices for vllm-mlx on the `cpu` runner: MLX's Linux CPU build, a stand-in.
 
 vllm-mlx runs here on MLX's CPU backend (`triagebot.run.vllm_mlx`) and serves a tiny
-Qwen3-Next with one MTP layer (`triagebot.engines.mlx_standin`). What is real: vllm-mlx's
-own scheduler, MTP install and verify path, and its `/v1/status` counters (requested and
-effective draft tokens, attempts, acceptance, bypass reasons), the MTP-on against MTP-off
-throughput ratio of this engine build, and whether the release runs the configuration.
-What is not: the reporter's model, Apple silicon's Metal kernels, and their tok/s.
+model with one MTP layer (`triagebot.engines.mlx_standin`): a Qwen3-Next through its text
+path, or, for a report about its multimodal (MLLM) path, a Qwen3.5 vision-language model
+sent images. What is real: vllm-mlx's own scheduler, MTP install and verify path, and its
+`/v1/status` counters (requested and effective draft tokens, attempts, acceptance, bypass
+reasons), the MTP-on against MTP-off throughput ratio of this engine build, and whether
+the release runs the configuration. What is not: the reporter's model, Apple silicon's
+Metal kernels, and their tok/s.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from triagebot.engines import mlx_standin
@@ -29,15 +32,17 @@ CAN = ("vllm-mlx's own MTP counters from /v1/status (requested and effective dra
        "tokens, attempts, acceptance, bypass reasons), whether this release installs and "
        "runs MTP, and the throughput of MTP on against off on this build")
 CANNOT = ("the reported model's acceptance and tok/s, and anything of Apple silicon's "
-          "Metal backend: the stand-in is a tiny Qwen3-Next trained for a minute on a "
-          "synthetic language, served by MLX's CPU backend")
+          "Metal backend: the stand-in is tiny, trained for a minute or two on a "
+          "synthetic language, and served by MLX's CPU backend")
 _MLLM = ("the report is about vllm-mlx's multimodal (MLLM) MTP path, which vllm-mlx takes "
-         "for Qwen3.5 vision-language models only; their processor includes a video "
-         "processor that transformers builds only with torch and torchvision, which the "
-         "runner's PyPI-only environment leaves out (PyPI's Linux torch is the CUDA build), "
-         "and no vision-language stand-in is built, so the cpu runner runs the text "
-         "continuous-batching MTP path on a text stand-in instead; it reports the same "
-         "requested and effective draft counters in /v1/status")
+         "for Qwen3.5 vision-language models: the stand-in is one, served with --mllm, and "
+         "every prompt carries an image, so MTP drafts and verifies in that path "
+         "(mllm_batch_generator) with its own /v1/status counters; its vision tower has "
+         "random weights, so what it sees in the images is noise, and only the text body "
+         "and the MTP layer are trained")
+# The MLLM path's prompts carry one image each (or the report's count), of the report's
+# size where it states one, capped to what the stand-in's processor takes.
+IMAGE_SIZE = (224, 224)
 
 
 def choose_release(asked: str, locked: list[str], choices: D.Choices) -> str:
@@ -62,18 +67,42 @@ def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any
     """The stand-in in place of the reported model (or the one named with model=), and a
     CPU-sized workload."""
     reported = options.model or (request.models[0] if request.models else None)
-    base["model"] = mlx_standin.STANDIN.model_id
+    mllm = _is_mllm(request)
+    standin, words = ((mlx_standin.VL_STANDIN, mlx_standin.VL_FAMILY_WORDS) if mllm else
+                      (mlx_standin.STANDIN, mlx_standin.FAMILY_WORDS))
+    base["model"] = standin.model_id
     context.stands_in_for = reported
-    choices.note(f"vllm-mlx serves {mlx_standin.FAMILY_WORDS} "
-                 f"({mlx_standin.STANDIN.model_id}) in place of "
+    choices.note(f"vllm-mlx serves {words} ({standin.model_id}) in place of "
                  f"{reported or 'the reported model'}: built locally from a config, trained "
                  "for a few minutes on a synthetic language, never downloaded")
-    if _is_mllm(request):
+    base["workload"], base["sampling"] = C.scale(
+        base["workload"], base["sampling"], choices,
+        starts="each cell starts its own server every round (seconds here)")
+    if mllm:
         choices.note(_MLLM)
-    base["workload"], base["sampling"] = C.scale(base["workload"], base["sampling"],
-                                                 choices)
+        base["workload"] = base["workload"].model_copy(update={
+            "modality": "image", "dataset": "random-mm", "api": "chat",
+            "images_per_prompt": request.workload.image_inputs or 1,
+            "image_size": _image_size(request.workload.image_size, choices)})
     choices.note(f"what this CPU run answers for real: {CAN}")
     choices.note(f"what it cannot answer: {CANNOT}")
+
+
+def _image_size(reported: tuple[int, int] | None, choices: D.Choices) -> tuple[int, int]:
+    side = math.isqrt(mlx_standin.VL_STANDIN.max_pixels)
+    if reported is None:
+        choices.note(f"each image is {IMAGE_SIZE[0]}x{IMAGE_SIZE[1]} pixels: the report "
+                     "states no image size")
+        return IMAGE_SIZE
+    h, w = reported
+    if h * w <= side * side:
+        choices.note(f"each image is {h}x{w} pixels, the report's size")
+        return h, w
+    capped = (min(h, side), min(w, side))
+    choices.note(f"each image is {capped[0]}x{capped[1]} pixels where the report sends "
+                 f"{h}x{w}: the stand-in's processor takes images of at most {side}x{side} "
+                 "pixels")
+    return capped
 
 
 def _is_mllm(request: ReproRequest) -> bool:

@@ -1,16 +1,17 @@
-"""Train the vllm-mlx stand-in inside the vllm-mlx environment (run as a script there).
+"""Train a vllm-mlx stand-in inside the vllm-mlx environment (run as a script there).
 
 This file is fixed code that `triagebot.run.vllm_mlx` runs with the runner
 environment's interpreter; it imports only what that environment has (MLX, mlx-lm,
-vllm-mlx, numpy), never triagebot. Its one argument is a JSON file naming the folder to
-fill, the corpus token ids, the mlx-lm config and the training settings.
+mlx-vlm, vllm-mlx, numpy), never triagebot. Its one argument is a JSON file naming the folder to
+fill, the corpus token ids, the architecture, its config and the training settings.
 
-The body is mlx-lm's own Qwen3-Next model and the MTP layer is the module vllm-mlx
-itself injects at load time (`vllm_mlx.patches.qwen3_next_mtp`), trained through the
-same `mtp_forward` the server calls to draft, so the head that is served is exactly the
-head that was trained. The body is trained first; the MTP layer after it, with the body
-frozen, on the body's pre-norm hidden state at t and the embedding of token t+1, to
-predict token t+2.
+The body is mlx-lm's own Qwen3-Next model (text path) or mlx-vlm's own Qwen3.5
+vision-language model (MLLM path), and the MTP layer is the module vllm-mlx itself
+injects at load time (`vllm_mlx.patches.qwen3_next_mtp`, `.qwen3_5_mtp`), trained
+through the same `mtp_forward` the server calls to draft, so the head that is served is
+exactly the head that was trained. The body is trained first; the MTP layer after it,
+with the body frozen, on the hidden state the server drafts from at t and the embedding
+of token t+1, to predict token t+2.
 """
 
 from __future__ import annotations
@@ -54,20 +55,15 @@ def _train(module: Any, loss_fn: Any, ids: Any, training: dict[str, Any]) -> flo
     return float(loss.item())
 
 
-def main(spec_path: str) -> None:
+def _text(spec: dict[str, Any], folder: Path, ids: Any) -> tuple[float, float]:
+    """mlx-lm's Qwen3-Next with vllm-mlx's text-path MTP module."""
     import mlx.core as mx
     import mlx.nn as nn
-    import numpy as np
     from mlx.utils import tree_flatten
     from mlx_lm.models import qwen3_next
     from vllm_mlx.patches.qwen3_next_mtp import inject_mtp_support
 
-    spec = json.loads(Path(spec_path).read_text())
-    folder = Path(spec["folder"])
-    ids = np.array(json.loads(Path(spec["ids"]).read_text()), dtype=np.int32)
     config = spec["config"]
-    started = time.monotonic()
-
     mx.random.seed(spec["body"]["seed"])
     model = qwen3_next.Model(qwen3_next.ModelArgs.from_dict(config))
     mx.eval(model.parameters())
@@ -101,6 +97,74 @@ def main(spec_path: str) -> None:
     head = _train(model, mtp_loss, ids, spec["mtp"])
     weights = {f"mtp.{k}": v for k, v in tree_flatten(model.mtp.parameters())}
     mx.save_safetensors(str(mtp_file), weights, metadata={"format": "mlx"})
+    return body, head
+
+
+def _vision_language(spec: dict[str, Any], folder: Path, ids: Any) -> tuple[float, float]:
+    """mlx-vlm's Qwen3.5 vision-language model with the MTP module vllm-mlx's MLLM path
+    injects (`vllm_mlx.patches.qwen3_5_mtp`). Only the text body and the MTP layer are
+    trained, on text; the vision tower keeps its seeded initialisation."""
+    import mlx.core as mx
+    import mlx.nn as nn
+    from mlx.utils import tree_flatten
+    from mlx_vlm.models import qwen3_5
+    from vllm_mlx.patches.qwen3_5_mtp import inject_mtp_support
+
+    config = spec["config"]
+    mx.random.seed(spec["body"]["seed"])
+    model = qwen3_5.Model(qwen3_5.ModelConfig.from_dict(config))
+    mx.eval(model.parameters())
+    text = model.language_model
+
+    def body_loss(batch: Any) -> Any:
+        logits = text(batch[:, :-1]).logits
+        return nn.losses.cross_entropy(logits, batch[:, 1:], reduction="mean")
+
+    body = _train(model, body_loss, ids, spec["body"])
+    mx.save_safetensors(str(folder / "model.safetensors"),
+                        dict(tree_flatten(model.parameters())), metadata={"format": "mlx"})
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+
+    # vllm-mlx reads mtp/weights.safetensors before model-mtp.safetensors (mlx-vlm loads
+    # every *.safetensors beside config.json), and the manifest keeps it from adding 1 to
+    # norms it takes for Qwen's offset convention.
+    mx.random.seed(spec["mtp"]["seed"])
+    (folder / "mtp").mkdir()
+    (folder / "mtp" / "manifest.json").write_text(json.dumps(
+        {"artifact_schema_version": 1, "rmsnorm_weight_format": "mlx_gamma"}))
+    mtp_file = folder / "mtp" / "weights.safetensors"
+    mx.save_safetensors(str(mtp_file), {"mtp.norm.weight": mx.ones(config["text_config"][
+        "hidden_size"])})
+    if not inject_mtp_support(model, folder, config):
+        raise SystemExit("vllm-mlx did not inject its MTP module into the stand-in")
+    model.freeze()
+    text.mtp.unfreeze()
+
+    def mtp_loss(batch: Any) -> Any:
+        # The injected forward is the one the server drafts from; it needs caches.
+        x = batch[:, :-1]
+        _, hidden = text(x, cache=text.make_cache(), return_hidden=True)
+        hidden = mx.stop_gradient(hidden)
+        logits = text.mtp_forward(hidden[:, :-1], x[:, 1:])
+        return nn.losses.cross_entropy(logits[:, :-1], x[:, 2:], reduction="mean")
+
+    head = _train(model, mtp_loss, ids, spec["mtp"])
+    weights = {f"mtp.{k}": v for k, v in tree_flatten(text.mtp.parameters())}
+    mx.save_safetensors(str(mtp_file), weights, metadata={"format": "mlx"})
+    return body, head
+
+
+ARCHES = {"qwen3_next": _text, "qwen3_5_vl": _vision_language}
+
+
+def main(spec_path: str) -> None:
+    import numpy as np
+
+    spec = json.loads(Path(spec_path).read_text())
+    folder = Path(spec["folder"])
+    ids = np.array(json.loads(Path(spec["ids"]).read_text()), dtype=np.int32)
+    started = time.monotonic()
+    body, head = ARCHES[spec["arch"]](spec, folder, ids)
     # The builder reads this last line into the stand-in's build record.
     sys.stdout.write(json.dumps({"body_loss": round(body, 4), "mtp_loss": round(head, 4),
                                  "train_s": round(time.monotonic() - started, 1)}) + "\n")

@@ -146,7 +146,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
             assert plan.engine_version is not None
             env, runner_env = vllm_mlx.prepare(
                 plan.engine_version, out, cache_dir=settings.cache_dir,
-                standins_dir=settings.standins_dir,
+                standins_dir=settings.standins_dir, models={c.model for c in plan.cells},
                 log=lambda m: emit(Event(kind="provision", message=m)))
         else:
             env = provision(plan.engine, plan.engine_version, cache_dir=settings.cache_dir,

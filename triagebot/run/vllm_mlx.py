@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from triagebot.engines import mlx_standin
 from triagebot.engines import vllm_mlx_cpu as locks
-from triagebot.engines.mlx_standin import STANDIN, MlxRecipe
+from triagebot.engines.mlx_standin import STANDIN, MlxRecipe, MlxVlRecipe
 from triagebot.run.provision import (
     STAMP,
     ProvisionedEnv,
@@ -148,7 +149,8 @@ def write_lock(version: str, *, uv: str | None = None, out_dir: Path | None = No
 # --- the stand-in ---------------------------------------------------------------------------
 
 
-def build_standin(env: ProvisionedEnv, cache_dir: Path, recipe: MlxRecipe = STANDIN,
+def build_standin(env: ProvisionedEnv, cache_dir: Path,
+                  recipe: MlxRecipe | MlxVlRecipe = STANDIN,
                   log: Callable[[str], None] | None = None) -> Path:
     """The stand-in's folder under `cache_dir`, trained in `env` where missing; built
     under a temporary name and renamed into place when complete."""
@@ -156,12 +158,20 @@ def build_standin(env: ProvisionedEnv, cache_dir: Path, recipe: MlxRecipe = STAN
 
     def write(tmp: Path) -> dict[str, Any]:
         tokenizer = standins.train_tokenizer(recipe.corpus)
+        tokens: dict[str, int] = {}
+        if isinstance(recipe, MlxVlRecipe):
+            tokenizer.add_special_tokens(
+                {"additional_special_tokens": list(mlx_standin.VL_TOKENS)})
+            tokenizer.chat_template = mlx_standin.VL_CHAT
+            tokens = {t: tokenizer.convert_tokens_to_ids(t) for t in mlx_standin.VL_TOKENS}
+            (tmp / "preprocessor_config.json").write_text(
+                json.dumps(recipe.preprocessor(), indent=2))
         tokenizer.save_pretrained(tmp)
         ids: list[int] = []
         for line in standins.corpus_lines(recipe.corpus):
             ids += tokenizer.encode(" " + line, add_special_tokens=False)
-        spec = {"folder": str(tmp), "ids": str(tmp / "ids.json"),
-                "config": recipe.config(len(tokenizer)),
+        spec = {"folder": str(tmp), "ids": str(tmp / "ids.json"), "arch": recipe.ARCH,
+                "config": recipe.config(len(tokenizer), tokens),
                 "body": recipe.body.model_dump(), "mtp": recipe.mtp.model_dump()}
         (tmp / "ids.json").write_text(json.dumps(ids))
         (tmp / "spec.json").write_text(json.dumps(spec, indent=2))
@@ -192,14 +202,18 @@ def run_env() -> dict[str, str]:
 
 
 def prepare(version: str, out_dir: Path, *, cache_dir: Path, standins_dir: Path,
+            models: set[str] | None = None,
             log: Callable[[str], None] | None = None) -> tuple[ProvisionedEnv, dict[str, str]]:
     """Everything a vllm-mlx cpu plan needs before its first cell: the locked
-    environment, the stand-in (built where missing, linked into `out_dir`) and the
-    variables its scripts run with."""
+    environment, the stand-ins among `models` (the text one where none is named; built
+    where missing, linked into `out_dir`) and the variables its scripts run with."""
     from triagebot.run import standins
 
     env = provision(version, cache_dir=cache_dir)
-    build_standin(env, standins_dir, log=log)
+    wanted = [mlx_standin.RECIPES[m] for m in sorted(models or {STANDIN.model_id})
+              if m in mlx_standin.RECIPES]
+    for recipe in wanted:
+        build_standin(env, standins_dir, recipe, log=log)
     standins.link_into(out_dir, standins_dir)
     return env, run_env()
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 # triagebot reproduction: one cell as a `vllm-mlx serve` server, driven by a small stdlib
-# client on /v1/completions; MTP counters are read from /v1/status before and after
-# every measured run (they count from server start, so each run gets the difference).
+# client on /v1/completions (text) or /v1/chat/completions (images, the MLLM path); MTP
+# counters are read from /v1/status before and after every measured run (they count from
+# server start, so each run gets the difference).
 # spec mapping: num_drafts = attempted, num_draft_tokens = attempted * effective draft
 # tokens (from /v1/status), num_accepted_tokens = accepted.
 # cell c6e0204465e: spec
 # plan a36504ef3430, vllm-mlx 0.6.0
-# note: /v1/completions has no ignore_eos: requests may stop early, output tokens are
-# counted from usage
+# note: vllm-mlx's completions APIs have no ignore_eos: requests may stop early, output
+# tokens are counted from usage
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
 CELL_ID = 'c6e0204465e'
 ENGINE = 'vllm-mlx'
@@ -31,10 +32,13 @@ os.environ.update(CELL_ENV)
 MODEL = 'Qwen/Qwen3.6-27B'
 SERVE_FLAGS = {'continuous_batching': True, 'enable_mtp': True, 'mtp_num_draft_tokens': 5}
 REQUESTED_DRAFT_TOKENS = 5
-NOTES = ['/v1/completions has no ignore_eos: requests may stop early, output tokens are counted from usage']
+NOTES = ["vllm-mlx's completions APIs have no ignore_eos: requests may stop early, output tokens are counted from usage"]
 NUM_PROMPTS = 200
 INPUT_LEN = 1024
 CONCURRENCY = 16
+MODALITY = 'text'
+IMAGES_PER_PROMPT = 0
+IMAGE_SIZE = [224, 224]  # height, width
 MAX_TOKENS = 256
 TEMPERATURE = 0.0
 TOP_P = 1.0
@@ -145,15 +149,49 @@ def served_name(base):
         return MODEL
 
 
+def make_image(index):
+    """A white page of IMAGE_SIZE with a few printed lines, different for every index."""
+    from PIL import Image, ImageDraw
+
+    height, width = IMAGE_SIZE
+    image = Image.new("RGB", (width, height), "white")
+    draw = ImageDraw.Draw(image)
+    for row in range(max(1, height // 40)):
+        draw.text((8, 8 + row * 40), f"request {index} line {row + 1}", fill="black")
+    return image
+
+
+def data_url(image):
+    import base64
+    import io
+
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
 def make_prompts():
+    """Text prompts, or (image cells) chat messages of IMAGES_PER_PROMPT images and a
+    text part, for vllm-mlx's MLLM path."""
     rng = random.Random(SEED)
-    return [" ".join(rng.choice(WORDS) for _ in range(INPUT_LEN)) for _ in range(NUM_PROMPTS)]
+    texts = [" ".join(rng.choice(WORDS) for _ in range(INPUT_LEN)) for _ in range(NUM_PROMPTS)]
+    if MODALITY != "image":
+        return texts
+    return [[*({"type": "image_url",
+                "image_url": {"url": data_url(make_image(i * IMAGES_PER_PROMPT + j))}}
+               for j in range(IMAGES_PER_PROMPT)),
+             {"type": "text", "text": text}] for i, text in enumerate(texts)]
 
 
 def complete(base, name, prompt):
-    body = {"model": name, "prompt": prompt, "max_tokens": MAX_TOKENS,
-            "temperature": TEMPERATURE, "top_p": TOP_P, "stream": False}
-    doc = http_json(base + "/v1/completions", body, timeout=REQUEST_TIMEOUT_S)
+    body = {"model": name, "max_tokens": MAX_TOKENS, "temperature": TEMPERATURE,
+            "top_p": TOP_P, "stream": False}
+    if isinstance(prompt, list):
+        body["messages"] = [{"role": "user", "content": prompt}]
+        doc = http_json(base + "/v1/chat/completions", body, timeout=REQUEST_TIMEOUT_S)
+    else:
+        body["prompt"] = prompt
+        doc = http_json(base + "/v1/completions", body, timeout=REQUEST_TIMEOUT_S)
     return int((doc.get("usage") or {}).get("completion_tokens", 0))
 
 
