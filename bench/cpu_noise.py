@@ -16,7 +16,9 @@ alike:
   runner's own way is `live:2` (`MIN_RUN_S` in `triagebot/plan/cpu.py`), the default:
   the engine in the script's own process, on one torch thread (`IN_PROCESS_ENV`);
 * `workers:S`: as `live:S`, with the engine core and its worker in processes of their
-  own, vLLM's default layout (and the runner's before `IN_PROCESS_ENV`).
+  own, vLLM's default layout (and the runner's before `IN_PROCESS_ENV`);
+* `/wW` after either, as in `live:2/w2`: warm-ups that repeat their batch for W seconds
+  each (`TRIAGEBOT_WARMUP_S`) instead of the runner's one batch each.
 
 Every round also times a fixed piece of work (a matrix product repeated for 2 s, on one
 thread in a process of its own), the machine's floor: no way of running an engine is
@@ -102,9 +104,12 @@ class Way:
     """One way of running the A/A pair: its engines, its results per cell and round."""
 
     def __init__(self, name: str, plan: Plan, script: Path, python: str,
-                 runner_env: dict[str, str], out: Path, *, live: bool, min_run_s: float):
+                 runner_env: dict[str, str], out: Path, *, live: bool, min_run_s: float,
+                 warmup_s: float | None = None):
         self.name, self.plan, self.script, self.python = name, plan, script, python
         self.env = {**plan.cells[0].env, **runner_env, "TRIAGEBOT_MIN_RUN_S": str(min_run_s)}
+        if warmup_s is not None:
+            self.env["TRIAGEBOT_WARMUP_S"] = str(warmup_s)
         self.cwd = out  # where the stand-ins are linked (`vllm_cpu.prepare`)
         self.out = out / name.replace(" ", "_").replace(",", "").replace(">=", "ge")
         self.out.mkdir(parents=True, exist_ok=True)
@@ -172,21 +177,26 @@ class Way:
                 aa_ratio(cells["A"], cells["A'"]))
 
 
-def parse_way(text: str) -> tuple[str, bool, float, bool]:
-    """(name, live, min run seconds, engine in its own processes) of a `--ways` item:
-    `restart`, `live:S` or `workers:S`."""
+def parse_way(text: str) -> tuple[str, bool, float, bool, float | None]:
+    """(name, live, min run seconds, engine in its own processes, warm-up seconds or None
+    for the runs') of a `--ways` item: `restart`, `live:S` or `workers:S`, either of the
+    last two with `/wW` for warm-ups of W seconds (`/w0`: one batch each)."""
     if text == "restart":
-        return "restart, 1 batch", False, 0.0, False
-    kind, _, secs = text.partition(":")
+        return "restart, 1 batch", False, 0.0, False, None
+    kind, _, rest = text.partition(":")
+    secs, _, warm = rest.partition("/w")
     try:
         value = float(secs)
+        warmup = float(warm) if warm else None
     except ValueError:
-        value = -1.0
-    if kind not in ("live", "workers") or value < 0:
-        sys.exit(f"--ways: {text!r} is none of `restart`, `live:S` and `workers:S` "
-                 "(S seconds, >= 0)")
+        value, warmup = -1.0, None
+    if kind not in ("live", "workers") or value < 0 or (warmup or 0) < 0:
+        sys.exit(f"--ways: {text!r} is none of `restart`, `live:S[/wW]` and "
+                 "`workers:S[/wW]` (S and W seconds, >= 0)")
     run = f">= {value:g} s" if value else "1 batch"
-    return (f"{kind}, {run}"), True, value, kind == "workers"
+    if warmup is not None:
+        run += f", warm-ups {f'>= {warmup:g} s' if warmup else '1 batch'}"
+    return (f"{kind}, {run}"), True, value, kind == "workers", warmup
 
 
 # The floor's work, in a process of its own so that its BLAS runs on one thread: a matrix
@@ -251,7 +261,7 @@ def main() -> None:
         path.write_text(script.text)
         scripts[workers] = (variant, path)
     ways = [Way(name, *scripts[workers], env.python, runner_env, out, live=live,
-                min_run_s=secs) for name, live, secs, workers in chosen]
+                min_run_s=secs, warmup_s=warm) for name, live, secs, workers, warm in chosen]
     floor: list[list[float]] = []
     neighbour = spin() if args.neighbour else None
     load_before = os.getloadavg()[0]

@@ -289,7 +289,8 @@ def test_a_live_engine_serves_rounds_of_time_sized_runs_with_their_cpu_time(
         runner: Runner) -> None:
     """The runner's way on the cpu runner (`triagebot/run/live.py`): one engine start, two
     rounds on command, the engine stopped between them; each run repeats its batch to last
-    TRIAGEBOT_MIN_RUN_S and records the CPU time of the engine's processes."""
+    TRIAGEBOT_MIN_RUN_S and records the CPU time of the engine's processes, and its
+    warm-up lasts TRIAGEBOT_WARMUP_S."""
     plan = _plan("spec=none", "modes=eager", "warmups=1", "max_tokens=32")
     cell = plan.cells[0]
     script = next(s for s in render_plan(plan, [cell.cell_id]) if s.cell_id)
@@ -299,7 +300,7 @@ def test_a_live_engine_serves_rounds_of_time_sized_runs_with_their_cpu_time(
     with vllm_cpu.per_run_dirs() as dirs:
         live = LiveScript(path, python=runner.env.python,
                           env={**cell.env, **runner.runner_env, **dirs,
-                               "TRIAGEBOT_MIN_RUN_S": "1"},
+                               "TRIAGEBOT_MIN_RUN_S": "1", "TRIAGEBOT_WARMUP_S": "0.5"},
                           log_path=runner.out / "logs" / "live.log", cwd=runner.out,
                           silence_limit_s=600)
         try:
@@ -321,6 +322,9 @@ def test_a_live_engine_serves_rounds_of_time_sized_runs_with_their_cpu_time(
             assert run.cpu_s is not None and run.cpu_s > 0
     log = (runner.out / "logs" / "live.log").read_text()
     assert log.count("triagebot: vLLM ") == 1  # one engine start for both rounds
+    # The warm-up repeated its batch for TRIAGEBOT_WARMUP_S (bench/cpu_noise.py's `/wW`).
+    [warm] = re.findall(r"warm-up 1/1: (\d+) batch\(es\) in ([\d.]+) s", log)
+    assert float(warm[1]) >= 0.5
     # The engine ran in the script's process (IN_PROCESS_ENV): vLLM prefixes the lines of
     # an engine core or worker process of its own with its name and pid.
     assert cell.env.items() >= cpu_plan.IN_PROCESS_ENV.items()

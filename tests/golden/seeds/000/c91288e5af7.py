@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """triagebot reproduction: one cell through vLLM's offline API (`LLM.generate` / `LLM.chat`).
 
-Runs WARMUPS discarded batches, then RUNS measured batches, and writes a RunResult JSON to
-$TRIAGEBOT_RESULT. Speculative-decoding counters are deltas of `llm.get_metrics()` taken
-around each measured batch, so warm-up drafts are not counted.
+Runs WARMUPS discarded runs, then RUNS measured runs, and writes a RunResult JSON to
+$TRIAGEBOT_RESULT. A run is one batch, repeated until it has decoded for
+$TRIAGEBOT_MIN_RUN_S seconds where that is set. Speculative-decoding counters are deltas
+of `llm.get_metrics()` taken around each measured run, so warm-up drafts are not counted.
 
 Run it by itself:  TRIAGEBOT_RESULT=result.json python3 this_file.py
 """
@@ -236,6 +237,9 @@ def vllm_commit():
 # start made one start's runs shorter than another's wherever its warm-ups met a busy
 # moment (or another engine starting beside it).
 MIN_RUN_S = float(os.environ.get("TRIAGEBOT_MIN_RUN_S", "0"))
+# A warm-up is one batch unless this says otherwise (bench/cpu_noise.py's `/wW` ways):
+# warm-ups sized by the clock as the runs are were tried and did not steady the A/A pair.
+WARMUP_S = float(os.environ.get("TRIAGEBOT_WARMUP_S", "0"))
 
 
 def start():
@@ -246,9 +250,25 @@ def start():
     llm = LLM(**LLM_ARGS)
     params = SamplingParams(**SAMPLING)
     requests = build_requests(llm)
-    for _ in range(WARMUPS):
-        run_batch(llm, requests, params)
+    for i in range(WARMUPS):
+        _, _, batches, seconds = decode_for(llm, requests, params, WARMUP_S)
+        print(f"triagebot: warm-up {i + 1}/{WARMUPS}: {batches} batch(es) in {seconds:.2f} s",
+              flush=True)
     return {"llm": llm, "params": params, "requests": requests, "version": vllm.__version__}
+
+
+def decode_for(llm, requests, params, min_s):
+    """The batch, repeated until it has decoded for `min_s` seconds (at least once):
+    (outputs of the last batch, tokens, batches, seconds)."""
+    start_s = time.perf_counter()
+    tokens = batches = 0
+    seconds = 0.0
+    while batches == 0 or seconds < min_s:
+        outputs = run_batch(llm, requests, params)
+        tokens += sum(len(o.outputs[0].token_ids) for o in outputs)
+        batches += 1
+        seconds = time.perf_counter() - start_s
+    return outputs, tokens, batches, seconds
 
 
 def measure_runs(state, count):
@@ -257,14 +277,7 @@ def measure_runs(state, count):
     for i in range(count):
         before = spec_snapshot(llm) if HAS_SPEC else None
         cpu_before = tree_cpu_seconds()
-        start_s = time.perf_counter()
-        tokens = batches = 0
-        seconds = 0.0
-        while batches == 0 or seconds < MIN_RUN_S:
-            outputs = run_batch(llm, requests, params)
-            tokens += sum(len(o.outputs[0].token_ids) for o in outputs)
-            batches += 1
-            seconds = time.perf_counter() - start_s
+        outputs, tokens, batches, seconds = decode_for(llm, requests, params, MIN_RUN_S)
         cpu_after = tree_cpu_seconds()
         if HAS_SPEC:
             spec = spec_add(spec, spec_delta(before, spec_snapshot(llm)))
