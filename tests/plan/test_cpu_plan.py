@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import seed_path
-from triagebot.engines import standins
+from triagebot.engines import mlx_standin, standins
 from triagebot.engines.vllm_cpu import locked_releases, mm_releases
 from triagebot.errors import PlanRejected
 from triagebot.model import CellWorkload, Plan, Sampling
@@ -294,6 +294,24 @@ def test_without_a_stated_image_size_the_default_is_used_and_said() -> None:
     plan = _with_image_size(None)
     assert plan.cells[0].workload.image_size == (512, 512)
     assert any("512x512 pixels: the report states no image size" in n for n in plan.notes)
+
+
+def test_vllm_mlx_mllm_reports_send_images_of_the_reports_size_capped_to_its_standin(
+        ) -> None:
+    # Seed 002 is about vllm-mlx's MLLM path: the vision-language stand-in, an image a
+    # prompt, the report's size capped to what its processor takes.
+    request = parse_report(seed_path("002").read_bytes())
+    for size, expect, said in [(None, (224, 224), "224x224 pixels: the report states no"),
+                               ((300, 200), (300, 200), "300x200 pixels, the report's size"),
+                               ((1024, 768), (448, 448), "448x448 pixels where the report "
+                                                         "sends 1024x768")]:
+        sized = request.model_copy(update={"workload": request.workload.model_copy(
+            update={"image_size": size})})
+        plan = build_plan(sized, parse_overrides(["engine=vllm-mlx", "gpu=cpu"]))
+        assert {c.model for c in plan.cells} == {mlx_standin.VL_STANDIN.model_id}
+        assert all(c.workload.image_size == expect and c.engine_args["flags"]["mllm"]
+                   for c in plan.cells)
+        assert any(said in n for n in plan.notes), plan.notes
 
 
 @pytest.mark.parametrize("config, sizes", [

@@ -294,15 +294,20 @@ def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
 
 
 def mm_image_size(reported: tuple[int, int] | None, choices: D.Choices) -> tuple[int, int]:
-    """The image size a multimodal cell sends: the report's, each side capped to what the
-    stand-in's processor takes (with a note where capped), else the plans' default; the
-    note says which and why."""
-    side = math.isqrt(standins.vision().max_pixels)
+    """The image size a multimodal cell of vLLM's CPU build sends (`fit_image_size`)."""
+    return fit_image_size(reported, choices, side=math.isqrt(standins.vision().max_pixels),
+                          default=IMAGE_BUCKET[:2])
+
+
+def fit_image_size(reported: tuple[int, int] | None, choices: D.Choices, *, side: int,
+                   default: tuple[int, int]) -> tuple[int, int]:
+    """The report's image size, each side capped to `side`, what the vision-language
+    stand-in's processor takes (with a note where capped), else `default`; the note says
+    which and why."""
     if reported is None:
-        size = IMAGE_BUCKET[:2]
-        choices.note(f"each image is {size[0]}x{size[1]} pixels: the report states no "
-                     "image size")
-        return size
+        choices.note(f"each image is {default[0]}x{default[1]} pixels: the report states "
+                     "no image size")
+        return default
     h, w = reported
     if h * w <= side * side:
         choices.note(f"each image is {h}x{w} pixels, the report's size")

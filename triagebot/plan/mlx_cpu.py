@@ -83,26 +83,11 @@ def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any
         base["workload"] = base["workload"].model_copy(update={
             "modality": "image", "dataset": "random-mm", "api": "chat",
             "images_per_prompt": request.workload.image_inputs or 1,
-            "image_size": _image_size(request.workload.image_size, choices)})
+            "image_size": C.fit_image_size(
+                request.workload.image_size, choices,
+                side=math.isqrt(mlx_standin.VL_STANDIN.max_pixels), default=IMAGE_SIZE)})
     choices.note(f"what this CPU run answers for real: {CAN}")
     choices.note(f"what it cannot answer: {CANNOT}")
-
-
-def _image_size(reported: tuple[int, int] | None, choices: D.Choices) -> tuple[int, int]:
-    side = math.isqrt(mlx_standin.VL_STANDIN.max_pixels)
-    if reported is None:
-        choices.note(f"each image is {IMAGE_SIZE[0]}x{IMAGE_SIZE[1]} pixels: the report "
-                     "states no image size")
-        return IMAGE_SIZE
-    h, w = reported
-    if h * w <= side * side:
-        choices.note(f"each image is {h}x{w} pixels, the report's size")
-        return h, w
-    capped = (min(h, side), min(w, side))
-    choices.note(f"each image is {capped[0]}x{capped[1]} pixels where the report sends "
-                 f"{h}x{w}: the stand-in's processor takes images of at most {side}x{side} "
-                 "pixels")
-    return capped
 
 
 def _is_mllm(request: ReproRequest) -> bool:

@@ -55,22 +55,19 @@ def _train(module: Any, loss_fn: Any, ids: Any, training: dict[str, Any]) -> flo
     return float(loss.item())
 
 
-def _text(spec: dict[str, Any], folder: Path, ids: Any) -> tuple[float, float]:
-    """mlx-lm's Qwen3-Next with vllm-mlx's text-path MTP module."""
+def _fit(spec: dict[str, Any], folder: Path, ids: Any, model: Any, text: Any, *,
+         logits: Any, hidden: Any, mtp_file: Path, inject: Any) -> tuple[float, float]:
+    """Train `model`'s text body (`text`, whose `logits(x)` are next-token scores), save
+    it, then let vllm-mlx's `inject` add its MTP module to it and train that, with the body
+    frozen, on `hidden(x)`, the state the server drafts from; save it in `mtp_file`."""
     import mlx.core as mx
     import mlx.nn as nn
     from mlx.utils import tree_flatten
-    from mlx_lm.models import qwen3_next
-    from vllm_mlx.patches.qwen3_next_mtp import inject_mtp_support
 
     config = spec["config"]
-    mx.random.seed(spec["body"]["seed"])
-    model = qwen3_next.Model(qwen3_next.ModelArgs.from_dict(config))
-    mx.eval(model.parameters())
 
     def body_loss(batch: Any) -> Any:
-        logits = model(batch[:, :-1])
-        return nn.losses.cross_entropy(logits, batch[:, 1:], reduction="mean")
+        return nn.losses.cross_entropy(logits(batch[:, :-1]), batch[:, 1:], reduction="mean")
 
     body = _train(model, body_loss, ids, spec["body"])
     mx.save_safetensors(str(folder / "model.safetensors"),
@@ -80,24 +77,38 @@ def _text(spec: dict[str, Any], folder: Path, ids: Any) -> tuple[float, float]:
     # vllm-mlx builds its MTP module only where the file exists; one norm in it is enough
     # (load_weights is not strict), the rest starts from MLX's seeded initialisation.
     mx.random.seed(spec["mtp"]["seed"])
-    mtp_file = folder / "model-mtp.safetensors"
-    mx.save_safetensors(str(mtp_file), {"mtp.norm.weight": mx.ones(config["hidden_size"])})
-    if not inject_mtp_support(model, folder, config):
+    size = config.get("text_config", config)["hidden_size"]
+    mx.save_safetensors(str(mtp_file), {"mtp.norm.weight": mx.ones(size)})
+    if not inject(model, folder, config):
         raise SystemExit("vllm-mlx did not inject its MTP module into the stand-in")
     model.freeze()
-    model.mtp.unfreeze()
+    text.mtp.unfreeze()
 
     def mtp_loss(batch: Any) -> Any:
         x = batch[:, :-1]
-        _, hidden = model(x, return_hidden=True)
-        hidden = mx.stop_gradient(hidden)
-        logits = model.mtp_forward(hidden[:, :-1], x[:, 1:])
-        return nn.losses.cross_entropy(logits[:, :-1], x[:, 2:], reduction="mean")
+        state = mx.stop_gradient(hidden(x))
+        scores = text.mtp_forward(state[:, :-1], x[:, 1:])
+        return nn.losses.cross_entropy(scores[:, :-1], x[:, 2:], reduction="mean")
 
     head = _train(model, mtp_loss, ids, spec["mtp"])
-    weights = {f"mtp.{k}": v for k, v in tree_flatten(model.mtp.parameters())}
+    weights = {f"mtp.{k}": v for k, v in tree_flatten(text.mtp.parameters())}
     mx.save_safetensors(str(mtp_file), weights, metadata={"format": "mlx"})
     return body, head
+
+
+def _text(spec: dict[str, Any], folder: Path, ids: Any) -> tuple[float, float]:
+    """mlx-lm's Qwen3-Next with vllm-mlx's text-path MTP module, in
+    model-mtp.safetensors beside the checkpoint."""
+    import mlx.core as mx
+    from mlx_lm.models import qwen3_next
+    from vllm_mlx.patches.qwen3_next_mtp import inject_mtp_support
+
+    mx.random.seed(spec["body"]["seed"])
+    model = qwen3_next.Model(qwen3_next.ModelArgs.from_dict(spec["config"]))
+    mx.eval(model.parameters())
+    return _fit(spec, folder, ids, model, model, logits=model,
+                hidden=lambda x: model(x, return_hidden=True)[1],
+                mtp_file=folder / "model-mtp.safetensors", inject=inject_mtp_support)
 
 
 def _vision_language(spec: dict[str, Any], folder: Path, ids: Any) -> tuple[float, float]:
@@ -105,53 +116,23 @@ def _vision_language(spec: dict[str, Any], folder: Path, ids: Any) -> tuple[floa
     injects (`vllm_mlx.patches.qwen3_5_mtp`). Only the text body and the MTP layer are
     trained, on text; the vision tower keeps its seeded initialisation."""
     import mlx.core as mx
-    import mlx.nn as nn
-    from mlx.utils import tree_flatten
     from mlx_vlm.models import qwen3_5
     from vllm_mlx.patches.qwen3_5_mtp import inject_mtp_support
 
-    config = spec["config"]
     mx.random.seed(spec["body"]["seed"])
-    model = qwen3_5.Model(qwen3_5.ModelConfig.from_dict(config))
+    model = qwen3_5.Model(qwen3_5.ModelConfig.from_dict(spec["config"]))
     mx.eval(model.parameters())
     text = model.language_model
-
-    def body_loss(batch: Any) -> Any:
-        logits = text(batch[:, :-1]).logits
-        return nn.losses.cross_entropy(logits, batch[:, 1:], reduction="mean")
-
-    body = _train(model, body_loss, ids, spec["body"])
-    mx.save_safetensors(str(folder / "model.safetensors"),
-                        dict(tree_flatten(model.parameters())), metadata={"format": "mlx"})
-    (folder / "config.json").write_text(json.dumps(config, indent=2))
-
     # vllm-mlx reads mtp/weights.safetensors before model-mtp.safetensors (mlx-vlm loads
     # every *.safetensors beside config.json), and the manifest keeps it from adding 1 to
     # norms it takes for Qwen's offset convention.
-    mx.random.seed(spec["mtp"]["seed"])
     (folder / "mtp").mkdir()
     (folder / "mtp" / "manifest.json").write_text(json.dumps(
         {"artifact_schema_version": 1, "rmsnorm_weight_format": "mlx_gamma"}))
-    mtp_file = folder / "mtp" / "weights.safetensors"
-    mx.save_safetensors(str(mtp_file), {"mtp.norm.weight": mx.ones(config["text_config"][
-        "hidden_size"])})
-    if not inject_mtp_support(model, folder, config):
-        raise SystemExit("vllm-mlx did not inject its MTP module into the stand-in")
-    model.freeze()
-    text.mtp.unfreeze()
-
-    def mtp_loss(batch: Any) -> Any:
-        # The injected forward is the one the server drafts from; it needs caches.
-        x = batch[:, :-1]
-        _, hidden = text(x, cache=text.make_cache(), return_hidden=True)
-        hidden = mx.stop_gradient(hidden)
-        logits = text.mtp_forward(hidden[:, :-1], x[:, 1:])
-        return nn.losses.cross_entropy(logits[:, :-1], x[:, 2:], reduction="mean")
-
-    head = _train(model, mtp_loss, ids, spec["mtp"])
-    weights = {f"mtp.{k}": v for k, v in tree_flatten(text.mtp.parameters())}
-    mx.save_safetensors(str(mtp_file), weights, metadata={"format": "mlx"})
-    return body, head
+    # The injected forward, the one the server drafts from, needs caches.
+    return _fit(spec, folder, ids, model, text, logits=lambda x: text(x).logits,
+                hidden=lambda x: text(x, cache=text.make_cache(), return_hidden=True)[1],
+                mtp_file=folder / "mtp" / "weights.safetensors", inject=inject_mtp_support)
 
 
 ARCHES = {"qwen3_next": _text, "qwen3_5_vl": _vision_language}
