@@ -72,6 +72,12 @@ def test_seed_002_needs_a_model_and_then_compares_mtp_on_and_off() -> None:
     assert names(plan)[1] == "spec/no_spec"
     spec = plan.cells[1].spec
     assert spec is not None and (spec.method, spec.num_speculative_tokens) == ("mtp", 5)
+    # The report is about vllm-mlx's MLLM path: every cell takes it, with an image a prompt.
+    for cell in plan.cells:
+        assert cell.engine_args["flags"]["mllm"] is True
+        assert (cell.workload.modality, cell.workload.api, cell.workload.images_per_prompt,
+                cell.workload.image_size) == ("image", "chat", 1, (224, 224))
+    assert any("multimodal (MLLM) MTP path" in n for n in plan.notes)
 
 
 def test_seed_003_runs_v1_and_v2_with_both_rejection_styles_eager_and_graph() -> None:

@@ -39,6 +39,7 @@ from triagebot.plan.cells import (
     plan_question,
     stable_dump,
 )
+from triagebot.plan.mlx_mllm import about_mllm, mllm_workload
 
 __all__ = ["PlanRejected", "build_plan", "plan_hash"]
 
@@ -88,6 +89,8 @@ def build_plan(
     if mlx_cpu:
         M.cpu_fields(request, options, base, context, choices)
         budget = M.budget(budget, options.runs is not None, options.warmups is not None)
+    elif engine_name == "vllm-mlx" and about_mllm(request):
+        base["workload"] = mllm_workload(base["workload"], request, choices)
     if on_cpu:
         budget = C.budget(budget, base["workload"].kind == "serve", options.runs is not None,
                           options.warmups is not None, multimodal=multimodal)

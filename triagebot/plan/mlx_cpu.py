@@ -23,6 +23,7 @@ from triagebot.overrides import ReproOptions
 from triagebot.plan import cpu as C
 from triagebot.plan import defaults as D
 from triagebot.plan.context import PlanContext
+from triagebot.plan.mlx_mllm import about_mllm, mllm_workload
 
 # A start (import, load, MTP install) takes seconds and a run a second or two, so a
 # start measures many runs.
@@ -34,15 +35,9 @@ CAN = ("vllm-mlx's own MTP counters from /v1/status (requested and effective dra
 CANNOT = ("the reported model's acceptance and tok/s, and anything of Apple silicon's "
           "Metal backend: the stand-in is tiny, trained for a minute or two on a "
           "synthetic language, and served by MLX's CPU backend")
-_MLLM = ("the report is about vllm-mlx's multimodal (MLLM) MTP path, which vllm-mlx takes "
-         "for Qwen3.5 vision-language models: the stand-in is one, served with --mllm, and "
-         "every prompt carries an image, so MTP drafts and verifies in that path "
-         "(mllm_batch_generator) with its own /v1/status counters; its vision tower has "
-         "random weights, so what it sees in the images is noise, and only the text body "
-         "and the MTP layer are trained")
-# The MLLM path's prompts carry one image each (or the report's count), of the report's
-# size where it states one, capped to what the stand-in's processor takes.
-IMAGE_SIZE = (224, 224)
+_MLLM_STANDIN = ("the vision-language stand-in's vision tower has random weights, so what "
+                 "it sees in the images is noise; only its text body and MTP layer are "
+                 "trained")
 
 
 def choose_release(asked: str, locked: list[str], choices: D.Choices) -> str:
@@ -67,7 +62,7 @@ def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any
     """The stand-in in place of the reported model (or the one named with model=), and a
     CPU-sized workload."""
     reported = options.model or (request.models[0] if request.models else None)
-    mllm = _is_mllm(request)
+    mllm = about_mllm(request)
     standin, words = ((mlx_standin.VL_STANDIN, mlx_standin.VL_FAMILY_WORDS) if mllm else
                       (mlx_standin.STANDIN, mlx_standin.FAMILY_WORDS))
     base["model"] = standin.model_id
@@ -79,22 +74,11 @@ def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any
         base["workload"], base["sampling"], choices,
         starts="each cell starts its own server every round (seconds here)")
     if mllm:
-        choices.note(_MLLM)
-        base["workload"] = base["workload"].model_copy(update={
-            "modality": "image", "dataset": "random-mm", "api": "chat",
-            "images_per_prompt": request.workload.image_inputs or 1,
-            "image_size": C.fit_image_size(
-                request.workload.image_size, choices,
-                side=math.isqrt(mlx_standin.VL_STANDIN.max_pixels), default=IMAGE_SIZE)})
+        base["workload"] = mllm_workload(base["workload"], request, choices,
+                                         side=math.isqrt(mlx_standin.VL_STANDIN.max_pixels))
+        choices.note(_MLLM_STANDIN)
     choices.note(f"what this CPU run answers for real: {CAN}")
     choices.note(f"what it cannot answer: {CANNOT}")
-
-
-def _is_mllm(request: ReproRequest) -> bool:
-    """The report names vllm-mlx's multimodal path (its `mllm` modules and flag)."""
-    quoted = (e.text for found in request.evidence.values() for e in found)
-    return (request.modality not in (None, "text")
-            or any("mllm" in text.lower() for text in quoted))
 
 
 def budget(base: Budget, runs_set: bool, warmups_set: bool) -> Budget:

@@ -5,12 +5,14 @@
 # server start, so each run gets the difference).
 # spec mapping: num_drafts = attempted, num_draft_tokens = attempted * effective draft
 # tokens (from /v1/status), num_accepted_tokens = accepted.
-# cell c6e0204465e: spec
-# plan a36504ef3430, vllm-mlx 0.6.0
+# cell cf082bd5294: spec
+# plan 64d6fe1964d6, vllm-mlx 0.6.0
 # note: vllm-mlx's completions APIs have no ignore_eos: requests may stop early, output
 # tokens are counted from usage
+# note: each prompt is a chat message with 1 generated 224x224 image(s), served by vllm-
+# mlx's MLLM engine (--mllm)
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
-CELL_ID = 'c6e0204465e'
+CELL_ID = 'cf082bd5294'
 ENGINE = 'vllm-mlx'
 WARMUPS = 1
 RUNS = int(os.environ.get("TRIAGEBOT_RUNS", 5))
@@ -30,14 +32,14 @@ CELL_ENV = {}
 os.environ.update(CELL_ENV)
 
 MODEL = 'Qwen/Qwen3.6-27B'
-SERVE_FLAGS = {'continuous_batching': True, 'enable_mtp': True, 'mtp_num_draft_tokens': 5}
+SERVE_FLAGS = {'continuous_batching': True, 'mllm': True, 'enable_mtp': True, 'mtp_num_draft_tokens': 5}
 REQUESTED_DRAFT_TOKENS = 5
-NOTES = ["vllm-mlx's completions APIs have no ignore_eos: requests may stop early, output tokens are counted from usage"]
+NOTES = ["vllm-mlx's completions APIs have no ignore_eos: requests may stop early, output tokens are counted from usage", "each prompt is a chat message with 1 generated 224x224 image(s), served by vllm-mlx's MLLM engine (--mllm)"]
 NUM_PROMPTS = 200
 INPUT_LEN = 1024
 CONCURRENCY = 16
-MODALITY = 'text'
-IMAGES_PER_PROMPT = 0
+MODALITY = 'image'
+IMAGES_PER_PROMPT = 1
 IMAGE_SIZE = [224, 224]  # height, width
 MAX_TOKENS = 256
 TEMPERATURE = 0.0

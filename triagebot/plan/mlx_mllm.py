@@ -1,0 +1,47 @@
+"""vllm-mlx's multimodal (MLLM) path in a plan: which reports are about it, and the
+workload that takes it, on any runner.
+
+vllm-mlx serves a vision-language model through its MLLM engine (`--mllm`), and MTP then
+drafts and verifies in `mllm_batch_generator`, a path of its own with its own counters. A
+report about that path is answered only by requests that take it: chat messages that
+carry images. Pure: the plan's fields in, the plan's fields out.
+"""
+
+from __future__ import annotations
+
+from triagebot.model import CellWorkload, ReproRequest
+from triagebot.plan import cpu as C
+from triagebot.plan import defaults as D
+
+# Where the report states no image size; a side no processor refuses.
+IMAGE_SIZE = (224, 224)
+_NOTE = ("the report is about vllm-mlx's multimodal (MLLM) MTP path: the cells serve the "
+         "model with --mllm and every prompt is a chat message carrying an image, so MTP "
+         "drafts and verifies in that path (mllm_batch_generator) with its own /v1/status "
+         "counters")
+
+
+def about_mllm(request: ReproRequest) -> bool:
+    """The report names vllm-mlx's multimodal path (its `mllm` modules and flag) or
+    sends images or video."""
+    quoted = (e.text for found in request.evidence.values() for e in found)
+    return (request.modality not in (None, "text")
+            or any("mllm" in text.lower() for text in quoted))
+
+
+def mllm_workload(workload: CellWorkload, request: ReproRequest, choices: D.Choices, *,
+                  side: int | None = None) -> CellWorkload:
+    """`workload` as chat messages of the report's number of images (one where it states
+    none), of its image size (each side capped to `side` where given), with a note."""
+    choices.note(_NOTE)
+    size = (C.fit_image_size(request.workload.image_size, choices, side=side,
+                             default=IMAGE_SIZE) if side is not None else
+            request.workload.image_size or IMAGE_SIZE)
+    if side is None:
+        choices.note(f"each image is {size[0]}x{size[1]} pixels"
+                     + ("" if request.workload.image_size else
+                        ": the report states no image size"))
+    return workload.model_copy(update={
+        "modality": "image", "dataset": "random-mm", "api": "chat",
+        "images_per_prompt": request.workload.image_inputs or 1, "videos_per_prompt": 0,
+        "image_size": size})
