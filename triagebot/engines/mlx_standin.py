@@ -8,14 +8,16 @@ Pure: this module names the stand-ins and describes how they are built; the buil
 in `model-mtp.safetensors` beside the checkpoint, where vllm-mlx looks for it. Its MLLM
 path injects MTP into `qwen3_5` vision-language models only (see `MlxVlRecipe`).
 
-Every layer is a full-attention layer (`full_attention_interval` 1). Qwen3-Next's
-linear-attention (Gated DeltaNet) layers keep a recurrent state, and on a rejected draft
-vllm-mlx 0.6.0 snapshots it with `mx.array.copy()`, a method no MLX release has: every
-verified step would fail (counted in the `errors` of `/v1/status`). With full attention
-only, vllm-mlx rolls a rejected draft back by trimming the KV cache, which works, so no
-patch of MLX or vllm-mlx is needed; the recurrent-state rollback is what is not tested.
+Every layer of the text stand-in is a full-attention layer (`full_attention_interval`
+1). Qwen3-Next's linear-attention (Gated DeltaNet) layers keep a recurrent state, and on
+a rejected draft the text path of vllm-mlx 0.6.0 snapshots it with `mx.array.copy()`, a
+method no MLX release has: every verified step would fail (counted in the `errors` of
+`/v1/status`). With full attention only, vllm-mlx rolls a rejected draft back by
+trimming the KV cache, which works, so no patch of MLX or vllm-mlx is needed. The MLLM
+path's stand-in keeps a Gated DeltaNet layer, whose rollback that path does without
+`copy()`.
 
-The body and MTP layer are trained on the project's synthetic language
+The bodies and MTP layers are trained on the project's synthetic language
 (`triagebot.engines.standins.Corpus`) without end-of-text tokens: vllm-mlx's completions
 API has no `ignore_eos`, and a model that never learned to stop generates `max_tokens`
 on every request, so runs do equal work.

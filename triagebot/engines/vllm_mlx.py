@@ -29,6 +29,9 @@ _TEXT_COUNTERS_FROM = "0.4.1"
 # The server refuses larger `max_tokens` unless `--max-request-tokens` is raised.
 _DEFAULT_MAX_REQUEST_TOKENS = 32768
 _ENV_PREFIXES = ("VLLM_MLX_", "MLX_", "HF_", "TOKENIZERS_", "OMP_")
+# Height and width of the generated images where a cell names none: a size every
+# vision-language processor takes.
+IMAGE_SIZE = (224, 224)
 
 _VERSION_RE = re.compile(r"^v?(\d+(?:\.\d+)*)(.*)$")
 
@@ -150,12 +153,13 @@ def template_context(cell: Cell) -> dict[str, Any]:
     if cell.sampling.ignore_eos:
         notes.append("vllm-mlx's completions APIs have no ignore_eos: requests may stop "
                      "early, output tokens are counted from usage")
+    height, width = cell.workload.image_size or IMAGE_SIZE
     if cell.workload.modality == "image":
-        height, width = cell.workload.image_size or (224, 224)
         notes.append(f"each prompt is a chat message with {cell.workload.images_per_prompt} "
                      f"generated {height}x{width} image(s), served by vllm-mlx's MLLM engine "
                      "(--mllm)")
-    return {"release": release, "ready_timeout_s": 1800, "notes": notes}
+    return {"release": release, "ready_timeout_s": 1800, "notes": notes,
+            "image_size": [height, width]}
 
 
 def estimate_seconds(cell: Cell, budget: Budget) -> float:

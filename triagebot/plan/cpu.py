@@ -299,17 +299,17 @@ def mm_image_size(reported: tuple[int, int] | None, choices: D.Choices) -> tuple
                           default=IMAGE_BUCKET[:2])
 
 
-def fit_image_size(reported: tuple[int, int] | None, choices: D.Choices, *, side: int,
-                   default: tuple[int, int]) -> tuple[int, int]:
-    """The report's image size, each side capped to `side`, what the vision-language
-    stand-in's processor takes (with a note where capped), else `default`; the note says
-    which and why."""
+def fit_image_size(reported: tuple[int, int] | None, choices: D.Choices, *,
+                   side: int | None, default: tuple[int, int]) -> tuple[int, int]:
+    """The report's image size, each side capped to `side` where given, what the
+    vision-language stand-in's processor takes (with a note where capped), else `default`;
+    the note says which and why."""
     if reported is None:
         choices.note(f"each image is {default[0]}x{default[1]} pixels: the report states "
                      "no image size")
         return default
     h, w = reported
-    if h * w <= side * side:
+    if side is None or h * w <= side * side:
         choices.note(f"each image is {h}x{w} pixels, the report's size")
         return h, w
     capped = (min(h, side), min(w, side))

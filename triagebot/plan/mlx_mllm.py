@@ -9,12 +9,11 @@ carry images. Pure: the plan's fields in, the plan's fields out.
 
 from __future__ import annotations
 
+from triagebot.engines.vllm_mlx import IMAGE_SIZE
 from triagebot.model import CellWorkload, ReproRequest
 from triagebot.plan import cpu as C
 from triagebot.plan import defaults as D
 
-# Where the report states no image size; a side no processor refuses.
-IMAGE_SIZE = (224, 224)
 _NOTE = ("the report is about vllm-mlx's multimodal (MLLM) MTP path: the cells serve the "
          "model with --mllm and every prompt is a chat message carrying an image, so MTP "
          "drafts and verifies in that path (mllm_batch_generator) with its own /v1/status "
@@ -34,13 +33,8 @@ def mllm_workload(workload: CellWorkload, request: ReproRequest, choices: D.Choi
     """`workload` as chat messages of the report's number of images (one where it states
     none), of its image size (each side capped to `side` where given), with a note."""
     choices.note(_NOTE)
-    size = (C.fit_image_size(request.workload.image_size, choices, side=side,
-                             default=IMAGE_SIZE) if side is not None else
-            request.workload.image_size or IMAGE_SIZE)
-    if side is None:
-        choices.note(f"each image is {size[0]}x{size[1]} pixels"
-                     + ("" if request.workload.image_size else
-                        ": the report states no image size"))
+    size = C.fit_image_size(request.workload.image_size, choices, side=side,
+                            default=IMAGE_SIZE)
     return workload.model_copy(update={
         "modality": "image", "dataset": "random-mm", "api": "chat",
         "images_per_prompt": request.workload.image_inputs or 1, "videos_per_prompt": 0,
