@@ -105,7 +105,7 @@ class Way:
 
     def __init__(self, name: str, plan: Plan, script: Path, python: str,
                  runner_env: dict[str, str], out: Path, *, live: bool, min_run_s: float,
-                 warmup_s: float | None = None):
+                 warmup_s: float | None = None, pairs: int = 0):
         self.name, self.plan, self.script, self.python = name, plan, script, python
         self.env = {**plan.cells[0].env, **runner_env, "TRIAGEBOT_MIN_RUN_S": str(min_run_s)}
         if warmup_s is not None:
@@ -114,6 +114,8 @@ class Way:
         self.out = out / name.replace(" ", "_").replace(",", "").replace(">=", "ge")
         self.out.mkdir(parents=True, exist_ok=True)
         self.live = live
+        self.pairs = pairs
+        self.measuring_s = 0.0
         self.engines: dict[str, LiveScript] = {}
         self.runs: dict[str, list[list[RunMeasurement]]] = {"A": [], "A'": []}
         self.starts = 0
@@ -134,6 +136,7 @@ class Way:
                                      log_path=result.with_suffix(".log"), wall_limit_s=1800,
                                      silence_limit_s=900, cwd=self.cwd, gpu_settle_s=0)
         self.seconds += time.monotonic() - began
+        self.measuring_s += time.monotonic() - began
         if outcome.result is None or outcome.result.status != "ok":
             sys.exit(f"{self.name} {cell} round {round_}: "
                      f"{outcome.error or outcome.log_tail[-2000:]}")
@@ -176,27 +179,47 @@ class Way:
         return (log_cv(flat["A"]), log_cv(flat["A'"]), within,
                 aa_ratio(cells["A"], cells["A'"]))
 
+    def aa_precision(self, metric: str) -> tuple[float, float]:
+        """(half-width of the A/A ratio's 95 % interval from its blocks' differences, the
+        same scaled to one minute of measuring): what the pair's time bought."""
+        diffs = []
+        for ra, rb in zip(self.runs["A"], self.runs["A'"], strict=False):
+            a = [math.log(x) for r in ra if (x := rate(r, metric))]
+            b = [math.log(x) for r in rb if (x := rate(r, metric))]
+            if a and b:
+                diffs.append(statistics.mean(b) - statistics.mean(a))
+        if len(diffs) < 2:
+            return float("nan"), float("nan")
+        half = math.expm1(2 * statistics.stdev(diffs) / math.sqrt(len(diffs)))
+        return half, half * math.sqrt(self.measuring_s / 60)
 
-def parse_way(text: str) -> tuple[str, bool, float, bool, float | None]:
+
+def parse_way(text: str) -> tuple[str, bool, float, bool, float | None, int]:
     """(name, live, min run seconds, engine in its own processes, warm-up seconds or None
-    for the runs') of a `--ways` item: `restart`, `live:S` or `workers:S`, either of the
-    last two with `/wW` for warm-ups of W seconds (`/w0`: one batch each)."""
+    for the runs', pairs per round or 0) of a `--ways` item: `restart`, `live:S` or
+    `workers:S`, either of the last two with `/wW` for warm-ups of W seconds (`/w0`: one
+    batch each) or `/pN` for N blocks of one run per engine each round instead of one
+    block of `--runs` (A A' | A' A ..., each pair a block)."""
     if text == "restart":
-        return "restart, 1 batch", False, 0.0, False, None
+        return "restart, 1 batch", False, 0.0, False, None, 0
     kind, _, rest = text.partition(":")
-    secs, _, warm = rest.partition("/w")
+    secs, _, opt = rest.partition("/")
     try:
         value = float(secs)
-        warmup = float(warm) if warm else None
+        warmup = float(opt[1:]) if opt.startswith("w") else None
+        pairs = int(opt[1:]) if opt.startswith("p") else 0
     except ValueError:
-        value, warmup = -1.0, None
-    if kind not in ("live", "workers") or value < 0 or (warmup or 0) < 0:
-        sys.exit(f"--ways: {text!r} is none of `restart`, `live:S[/wW]` and "
-                 "`workers:S[/wW]` (S and W seconds, >= 0)")
+        value, warmup, pairs = -1.0, None, 0
+    if (kind not in ("live", "workers") or value < 0 or (warmup or 0) < 0 or pairs < 0
+            or (opt and opt[0] not in "wp")):
+        sys.exit(f"--ways: {text!r} is none of `restart`, `live:S[/wW|/pN]` and "
+                 "`workers:S[/wW|/pN]` (S and W seconds, >= 0; N pairs)")
     run = f">= {value:g} s" if value else "1 batch"
     if warmup is not None:
         run += f", warm-ups {f'>= {warmup:g} s' if warmup else '1 batch'}"
-    return (f"{kind}, {run}"), True, value, kind == "workers", warmup
+    if pairs:
+        run += f", {pairs} pairs"
+    return (f"{kind}, {run}"), True, value, kind == "workers", warmup, pairs
 
 
 # The floor's work, in a process of its own so that its BLAS runs on one thread: a matrix
@@ -261,7 +284,8 @@ def main() -> None:
         path.write_text(script.text)
         scripts[workers] = (variant, path)
     ways = [Way(name, *scripts[workers], env.python, runner_env, out, live=live,
-                min_run_s=secs, warmup_s=warm) for name, live, secs, workers, warm in chosen]
+                min_run_s=secs, warmup_s=warm, pairs=pairs)
+            for name, live, secs, workers, warm, pairs in chosen]
     floor: list[list[float]] = []
     neighbour = spin() if args.neighbour else None
     load_before = os.getloadavg()[0]
@@ -274,6 +298,11 @@ def main() -> None:
             order = ways if r % 2 == 0 else ways[::-1]
             cells = ("A", "A'") if r % 2 == 0 else ("A'", "A")
             for way in order:
+                if way.pairs:
+                    for j in range(way.pairs):
+                        for cell in (cells if j % 2 == 0 else cells[::-1]):
+                            way.measure(cell, r * 100 + j, 1)
+                    continue
                 for cell in cells:
                     way.measure(cell, r, args.runs)
             floor.append(floor_rates(args.runs))
@@ -290,20 +319,23 @@ def main() -> None:
           f"{', one core kept busy by a neighbour' if args.neighbour else ''}; load "
           f"{load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; "
           f"{time.monotonic() - began:.0f} s in all; logs in {out}")
-    print(f"{'way':<18} {'metric':<6} {'CV A':>6} {'CV A2':>6} {'round CV':>9} {'A/A':>6} "
-          f"{'median tok/s':>12} {'starts':>6} {'time s':>7}")
+    print(f"{'way':<28} {'metric':<6} {'CV A':>6} {'CV A2':>6} {'round CV':>9} {'A/A':>6} "
+          f"{'+-':>6} {'+- 1min':>7} {'median tok/s':>12} {'starts':>6} {'time s':>7}")
     for way in ways:
         for metric in METRICS:
-            cv_a, cv_b, within, aa = way.figures(metric)
             every = [x for rs in way.runs.values() for rnd in rs for r in rnd
                      if (x := rate(r, metric))]
-            median = statistics.median(every) if every else float("nan")
-            print(f"{way.name:<18} {metric:<6} {cv_a:>6.1%} {cv_b:>6.1%} {within:>9.1%} "
-                  f"{aa:>6.3f} {median:>12.1f} {way.starts:>6} {way.seconds:>7.0f}")
+            if not every:
+                continue
+            cv_a, cv_b, within, aa = way.figures(metric)
+            half, per_minute = way.aa_precision(metric)
+            print(f"{way.name:<28} {metric:<6} {cv_a:>6.1%} {cv_b:>6.1%} {within:>9.1%} "
+                  f"{aa:>6.3f} {half:>6.1%} {per_minute:>7.1%} {statistics.median(every):>12.1f} "
+                  f"{way.starts:>6} {way.seconds:>7.0f}")
     every = [x for rnd in floor for x in rnd]
     if every:
-        print(f"{'floor (fixed work)':<18} {'wall':<6} {log_cv(every):>6.1%} {'':>6} "
-              f"{within_round_cv(floor):>9.1%} {'':>6} {statistics.median(every):>12.1f}")
+        print(f"{'floor (fixed work)':<28} {'wall':<6} {log_cv(every):>6.1%} {'':>6} "
+              f"{within_round_cv(floor):>9.1%} {'':>22} {statistics.median(every):>12.1f}")
 
 
 if __name__ == "__main__":

@@ -454,9 +454,10 @@ def test_offline_script_against_fake_vllm(tmp_path: Path, api: str) -> None:
 
 
 def test_an_offline_run_repeats_its_batch_until_it_has_lasted_min_run_s(tmp_path: Path) -> None:
-    """The cpu runner sizes a measured run by the clock as it goes (TRIAGEBOT_MIN_RUN_S),
-    not by a batch count fixed from the warm-ups: every run lasts at least that long and
-    counts the tokens of every batch it ran."""
+    """An offline script can size a measured run by the clock as it goes
+    (TRIAGEBOT_MIN_RUN_S; bench/cpu_noise.py's `live:S` ways), not by a batch count fixed
+    from the warm-ups: every run lasts at least that long and counts the tokens of every
+    batch it ran."""
     cell = planned(make_cell())
     result, events = run_script(render(cell, Budget(warmups=0, runs=3)), tmp_path, runs=3,
                                 extra_env={"TRIAGEBOT_MIN_RUN_S": "0.05"})

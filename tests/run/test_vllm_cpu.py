@@ -16,6 +16,7 @@ from triagebot.engines.vllm_cpu import (
     mm_releases,
     torchvision_for,
 )
+from triagebot.plan import cpu as cpu_plan
 from triagebot.run import vllm_cpu
 from triagebot.run.provision import STAMP, ProvisionError, lock_digest
 
@@ -178,4 +179,4 @@ def test_the_stand_ins_are_built_while_the_release_installs(
                                     cache_dir=tmp_path / "cache",
                                     standins_dir=tmp_path / "standins")
     assert env.version == "0.25.1" and built == [{"triagebot-standins/x"}]
-    assert run_env["TRIAGEBOT_MIN_RUN_S"]
+    assert run_env["TRIAGEBOT_MIN_RUN_S"] == str(cpu_plan.MIN_RUN_S)

@@ -107,8 +107,9 @@ MAX_NUM_SEQS = 8
 CAPS = {"num_prompts": 4, "max_tokens": 96, "input_len": 64, "concurrency": 4,
         "serve_prompts": 16}
 # Each cell's engine starts once and serves every round (`triagebot/run/live.py`), so runs,
-# not starts, are what an escalation round adds.
-BUDGET = {"runs": 12, "warmups": 2, "max_runs": 24, "time_limit_s": 600}
+# not starts, are what an escalation round adds; a run is one batch (MIN_RUN_S), a fraction
+# of a second, so the budget buys many.
+BUDGET = {"runs": 24, "warmups": 2, "max_runs": 30, "time_limit_s": 600}
 # Run-to-run CV of tok/s of one cell over live in-process engines, from bench/cpu_noise.py
 # on this 2-core runner, quiet and with a neighbour busy on one core: the engines come near
 # the floor the bench times beside them (a fixed piece of work, whose speed drifts from
@@ -119,9 +120,14 @@ RUN_CV = 0.10
 # z of 1 % two-sided plus z of 80 % power: the change a last look finds 4 times in 5.
 _Z_FIND = 2.576 + 0.842
 # A measured run of an offline cell repeats its batch until it has decoded this long
-# (the script's TRIAGEBOT_MIN_RUN_S): a single batch lasts a fraction of a second, which
-# one burst of a neighbour's work moves by tens of percent.
-MIN_RUN_S = 2.0
+# (the script's TRIAGEBOT_MIN_RUN_S); 0 is one batch. Longer runs were tried: what moves
+# tok/s here is a drift over seconds that every run of those seconds shares, so what the
+# blocked verdict sees is how close in time the compared runs lie, not how long each
+# lasts. Runs of one batch each put a round of every cell within a few seconds; per run
+# their A/A interval was as tight as runs of 2 s on a quiet machine and a half wider
+# beside a busy core, at a fifth of the time, so the budget takes twice the runs
+# (bench/cpu_noise.py's `live:0/p2` and `live:2` ways).
+MIN_RUN_S = 0.0
 # A `vllm bench serve` run is a process of its own that imports vLLM (~15 s here), so a
 # serve cell measures fewer, larger runs.
 SERVE_BUDGET = {"runs": 3, "warmups": 1, "max_runs": 6}
@@ -285,7 +291,7 @@ def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
     sampling = sampling.model_copy(update={"max_tokens": min(sampling.max_tokens,
                                                               CAPS["max_tokens"])})
     repeat = ("" if serve else f", repeated within a measured run until it has decoded "
-              f"for {MIN_RUN_S:g} s")
+              f"for {MIN_RUN_S:g} s" if MIN_RUN_S else ", one batch per measured run")
     choices.note(f"on the cpu runner each batch sends at most {update['num_prompts']} "
                  f"prompt(s) of at most {CAPS['input_len']} tokens and generates at most "
                  f"{CAPS['max_tokens']} tokens per prompt{repeat}; {starts}, so the plan "

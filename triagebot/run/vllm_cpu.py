@@ -220,7 +220,7 @@ def run_env(env: ProvisionedEnv, cache_dir: Path) -> dict[str, str]:
             "VLLM_LOG_STATS_INTERVAL": "1",
             "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
             "VLLM_DO_NOT_TRACK": "1",
-            # Offline scripts size each measured run by time (`triagebot/plan/cpu.py`).
+            # How long an offline script's measured run lasts (`triagebot/plan/cpu.py`).
             "TRIAGEBOT_MIN_RUN_S": str(cpu_plan.MIN_RUN_S)}
 
 

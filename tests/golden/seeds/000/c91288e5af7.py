@@ -230,12 +230,11 @@ def vllm_commit():
     return commit[1:] if commit.startswith("g") else commit
 
 
-# A measured run repeats its batch until it has decoded for at least this long (the cpu
-# runner sets it): a run of a fraction of a second is moved a lot by one burst of a
-# neighbour's work, a run of seconds averages over many. The run is sized by the clock as
-# it goes, not by a batch count fixed from the warm-ups: a count fixed once per engine
-# start made one start's runs shorter than another's wherever its warm-ups met a busy
-# moment (or another engine starting beside it).
+# A measured run repeats its batch until it has decoded for at least this long; 0 (the
+# cpu runner's choice, `triagebot/plan/cpu.py`) is one batch. The run is sized by the
+# clock as it goes, not by a batch count fixed from the warm-ups: a count fixed once per
+# engine start made one start's runs shorter than another's wherever its warm-ups met a
+# busy moment (or another engine starting beside it).
 MIN_RUN_S = float(os.environ.get("TRIAGEBOT_MIN_RUN_S", "0"))
 # A warm-up is one batch unless this says otherwise (bench/cpu_noise.py's `/wW` ways):
 # warm-ups sized by the clock as the runs are were tried and did not steady the A/A pair.
