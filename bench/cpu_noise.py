@@ -18,7 +18,9 @@ alike:
 * `workers:S`: as `live:S`, with the engine core and its worker in processes of their
   own, vLLM's default layout (and the runner's before `IN_PROCESS_ENV`);
 * `/wW` after either, as in `live:2/w2`: warm-ups that repeat their batch for W seconds
-  each (`TRIAGEBOT_WARMUP_S`) instead of the runner's one batch each.
+  each (`TRIAGEBOT_WARMUP_S`) instead of the runner's one batch each;
+* `/pN` after either, as in `live:0/p2`: each round measured as N blocks of one run per
+  engine (A A' | A' A ...) instead of one block of `--runs` runs per engine.
 
 Every round also times a fixed piece of work (a matrix product repeated for 2 s, on one
 thread in a process of its own), the machine's floor: no way of running an engine is
@@ -34,9 +36,11 @@ per CPU second of the engine's whole process tree, every thread), it prints the
 within-cell CV of each cell (A and its replica, headed A2: of all its runs, on the log
 scale, as the verdict sees them), the within-round CV (the spread the verdict's blocked t
 test sees) and the A/A ratio (A2 over A, the geometric-mean ratio within rounds, as the
-report's A/A pair gives it; a perfect runner gives 1.000), then the engine starts and
-the wall time each way cost. The 1-minute load average at the start and end is printed:
-on a shared machine the figures are those of that load.
+report's A/A pair gives it; a perfect runner gives 1.000) with the half-width of its 95 %
+interval from the blocks' differences (`+-`) and that half-width scaled to one minute of
+measuring (`+- 1min`: what the way's time buys, whatever its runs' length), then the
+engine starts and the wall time each way cost. The 1-minute load average at the start
+and end is printed: on a shared machine the figures are those of that load.
 
 It takes about `rounds x 2 x runs x (S + 0.5 s)` per live way plus two engine starts
 (about 30 s each on two quiet cores), `rounds x 2` starts for `restart`: some 3 minutes

@@ -124,8 +124,8 @@ _Z_FIND = 2.576 + 0.842
 # tok/s here is a drift over seconds that every run of those seconds shares, so what the
 # blocked verdict sees is how close in time the compared runs lie, not how long each
 # lasts. Runs of one batch each put a round of every cell within a few seconds; per run
-# their A/A interval was as tight as runs of 2 s on a quiet machine and a half wider
-# beside a busy core, at a fifth of the time, so the budget takes twice the runs
+# their A/A interval was as tight as runs of 2 s on a quiet machine and half as wide
+# again beside a busy core, at a fifth of the time, so the budget takes twice the runs
 # (bench/cpu_noise.py's `live:0/p2` and `live:2` ways).
 MIN_RUN_S = 0.0
 # A `vllm bench serve` run is a process of its own that imports vLLM (~15 s here), so a
