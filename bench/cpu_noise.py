@@ -88,11 +88,16 @@ def log_cv(values: list[float]) -> float:
     return math.expm1(statistics.stdev(math.log(v) for v in values))
 
 
+def block_diffs(a: list[list[float]], b: list[list[float]]) -> list[float]:
+    """Per round (block) where both ran: B's mean log rate less A's."""
+    return [statistics.mean(map(math.log, rb)) - statistics.mean(map(math.log, ra))
+            for ra, rb in zip(a, b, strict=False) if ra and rb]
+
+
 def aa_ratio(a: list[list[float]], b: list[list[float]]) -> float:
     """exp of the mean over rounds of the difference of the two cells' mean log rate (the
     round-blocked estimate the report's A/A pair uses), B over A."""
-    diffs = [statistics.mean(map(math.log, rb)) - statistics.mean(map(math.log, ra))
-             for ra, rb in zip(a, b, strict=False) if ra and rb]
+    diffs = block_diffs(a, b)
     return math.exp(statistics.mean(diffs)) if diffs else float("nan")
 
 
@@ -173,11 +178,14 @@ class Way:
             engine.close()
         self._scratch.close()
 
+    def rates(self, metric: str) -> dict[str, list[list[float]]]:
+        """Each cell's `metric` per round."""
+        return {cell: [[x for r in rnd if (x := rate(r, metric))] for rnd in rounds]
+                for cell, rounds in self.runs.items()}
+
     def figures(self, metric: str) -> tuple[float, float, float, float]:
         """(CV of A, CV of A', within-round CV, A/A ratio) for `metric`."""
-        cells: dict[str, list[list[float]]] = {}
-        for cell, rounds in self.runs.items():
-            cells[cell] = [[x for r in rnd if (x := rate(r, metric))] for rnd in rounds]
+        cells = self.rates(metric)
         flat = {c: [x for rnd in rs for x in rnd] for c, rs in cells.items()}
         within = within_round_cv([r for rs in cells.values() for r in rs])
         return (log_cv(flat["A"]), log_cv(flat["A'"]), within,
@@ -186,12 +194,8 @@ class Way:
     def aa_precision(self, metric: str) -> tuple[float, float]:
         """(half-width of the A/A ratio's 95 % interval from its blocks' differences, the
         same scaled to one minute of measuring): what the pair's time bought."""
-        diffs = []
-        for ra, rb in zip(self.runs["A"], self.runs["A'"], strict=False):
-            a = [math.log(x) for r in ra if (x := rate(r, metric))]
-            b = [math.log(x) for r in rb if (x := rate(r, metric))]
-            if a and b:
-                diffs.append(statistics.mean(b) - statistics.mean(a))
+        cells = self.rates(metric)
+        diffs = block_diffs(cells["A"], cells["A'"])
         if len(diffs) < 2:
             return float("nan"), float("nan")
         half = math.expm1(2 * statistics.stdev(diffs) / math.sqrt(len(diffs)))

@@ -290,8 +290,10 @@ def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
         update["kind"] = "offline"
     sampling = sampling.model_copy(update={"max_tokens": min(sampling.max_tokens,
                                                               CAPS["max_tokens"])})
-    repeat = ("" if serve else f", repeated within a measured run until it has decoded "
-              f"for {MIN_RUN_S:g} s" if MIN_RUN_S else ", one batch per measured run")
+    repeat = ""
+    if not serve:
+        repeat = (f", repeated within a measured run until it has decoded for {MIN_RUN_S:g} s"
+                  if MIN_RUN_S else ", one batch per measured run")
     choices.note(f"on the cpu runner each batch sends at most {update['num_prompts']} "
                  f"prompt(s) of at most {CAPS['input_len']} tokens and generates at most "
                  f"{CAPS['max_tokens']} tokens per prompt{repeat}; {starts}, so the plan "
