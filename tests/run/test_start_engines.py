@@ -1,5 +1,5 @@
-"""Live engines start before the first round, two at a time once one has shown its size
-(`orchestrate._start_engines`).
+"""Live engines start before the first round, two at a time once one has shown its size,
+those started earlier running a batch now and then meanwhile (`orchestrate._start_engines`).
 
 The scripts are the templates' own runtime around a tiny `start`: an engine told to find a
 partner (PARTY, a folder) waits in its start until a second engine has entered the same
@@ -26,9 +26,25 @@ from triagebot.run.schedule import Slot
 BODY = """
 
 
+def note(what):
+    if os.environ.get("EVENTS"):
+        with open(os.environ["EVENTS"], "a") as f:
+            f.write(f"{what} {os.environ['CELL']}\\n")
+
+
 def start():
     if os.environ.get("FAIL_START"):
         raise RuntimeError("this engine does not start")
+    note("start")
+    wait = os.environ.get("WARM_WAIT_S")
+    if wait:
+        # This engine starts only once an engine started before it has run a batch meanwhile.
+        deadline = time.time() + float(wait)
+        mine = "start " + os.environ["CELL"]
+        while "run1 0" not in open(os.environ["EVENTS"]).read().split(mine)[-1]:
+            if time.time() > deadline:
+                raise RuntimeError("no engine was kept warm")
+            time.sleep(0.02)
     party = os.environ.get("PARTY")
     if party:
         open(os.path.join(party, str(os.getpid())), "w").close()
@@ -41,6 +57,10 @@ def start():
 
 
 def measure_runs(state, count):
+    if count:  # 0: the start's own round, warm-ups only
+        note(f"run{count}")
+    if count and os.environ.get("FAIL_RUN"):
+        raise RuntimeError("this engine stopped working")
     return {"runs": [run_record(10, 0.5) for _ in range(count)]}
 
 
@@ -58,8 +78,8 @@ def _script(tmp_path: Path) -> Path:
     return path
 
 
-def _start(tmp_path: Path, envs: list[dict[str, str]], pool: LivePool
-           ) -> tuple[Plan, dict[str, object], list[Event]]:
+def _start(tmp_path: Path, envs: list[dict[str, str]], pool: LivePool, *,
+           keep_warm_s: float = 60.0) -> tuple[Plan, dict[str, object], list[Event]]:
     plan, _ = load_fixture("noisy_unknown")
     cells = [c.model_copy(update={"env": env}) for c, env in zip(plan.cells, envs, strict=True)]
     plan = plan.model_copy(update={"cells": cells})
@@ -74,7 +94,8 @@ def _start(tmp_path: Path, envs: list[dict[str, str]], pool: LivePool
                 plan, slots, {c.cell_id: script for c in cells}, env, {},
                 RunSettings(out_dir=tmp_path), events.append, 0.0, pool, scratch,
                 store=None, stop=None, pace=Pace(60.0, len(cells)),
-                index={c.cell_id: i + 1 for i, c in enumerate(cells)}, planned=10)
+                index={c.cell_id: i + 1 for i, c in enumerate(cells)}, planned=10,
+                keep_warm_s=keep_warm_s)
             running = {c.cell_id: pool.running(c.cell_id) for c in cells}
         finally:
             pool.close_all()
@@ -112,3 +133,44 @@ def test_without_room_for_two_they_start_one_at_a_time_and_a_failed_start_is_ret
     assert all(o.status == "failed" for o in failed.values())
     assert got["running"] == {ids[0]: True, ids[1]: False, ids[2]: True, ids[3]: False,
                               ids[4]: False}
+
+
+def _noted(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+def test_while_later_engines_start_the_earlier_ones_run_a_batch_now_and_then(
+        tmp_path: Path) -> None:
+    events = tmp_path / "events"
+    envs = [{"EVENTS": str(events), "CELL": str(i), "WARM_WAIT_S": "60"} for i in range(5)]
+    del envs[0]["WARM_WAIT_S"]
+    envs[2] = {"EVENTS": str(events), "CELL": "2", "FAIL_START": "1"}
+    plan, got, _ = _start(tmp_path, envs, LivePool(reserve_bytes=0, memory=lambda: None),
+                          keep_warm_s=0.05)
+    ids = [c.cell_id for c in plan.cells]
+    # Each start waited for a batch of engine 0 (one at a time: no memory figure).
+    assert set(got["failed"]) == {ids[2]}  # type: ignore[call-overload]
+    assert got["running"] == {cid: cid != ids[2] for cid in ids}
+    noted = _noted(events)
+    assert [n for n in noted if n.startswith("start")] == [
+        "start 0", "start 1", "start 3", "start 4"]
+    # Only engines already running are kept warm: 3 not before it started, 2 never.
+    assert "run1 2" not in noted
+    assert "run1 3" not in noted[:noted.index("start 4")]
+    # The batches are not results.
+    assert not list((tmp_path / "results").glob("*.json"))
+
+
+def test_an_engine_whose_warm_batch_fails_is_closed_for_its_round_to_start_afresh(
+        tmp_path: Path) -> None:
+    events = tmp_path / "events"
+    envs = [{"EVENTS": str(events), "CELL": str(i)} for i in range(5)]
+    envs[0]["FAIL_RUN"] = "1"
+    envs[1]["WARM_WAIT_S"] = "60"
+    plan, got, _ = _start(tmp_path, envs, LivePool(reserve_bytes=0, memory=lambda: None),
+                          keep_warm_s=0.05)
+    # Its one failed batch closed it; it is not tried again.
+    assert _noted(events).count("run1 0") == 1
+    assert got["failed"] == {}
+    ids = [c.cell_id for c in plan.cells]
+    assert got["running"] == {cid: cid != ids[0] for cid in ids}

@@ -10,7 +10,8 @@ the whole process tree is stopped (SIGSTOP): an idle engine's threads cannot spi
 the cell being measured, and the compared cells' rounds can follow each other seconds
 apart. The script stays under the same watch as `supervise.run_script`: a wall-clock
 limit per round, the silence watchdog while it is running, its output in one capped log
-per session, and every way it ends classified the same way.
+per session, and every way it ends classified the same way. While later engines start,
+`KeepWarm` runs the paused ones now and then, so none waits long before its first round.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from triagebot.run.process_groups import has_exited, signal_tree, stop_tree
@@ -225,6 +226,56 @@ class LiveScript:
             self._sink.close()
 
 
+class KeepWarm:
+    """While other engines start, one batch on each engine of `keys` every `every_s`
+    seconds, in a thread of its own, its result not kept. An engine left paused for the
+    minute or more the others take to start ran slower for the whole plan than the
+    engines started last (README, "Statistics"); run every few seconds, it keeps pace
+    with them. Used around the wait for the starts: on leaving, an engine whose batch
+    failed is closed, and `cancelled` says whether `stop` asked to end meanwhile."""
+
+    def __init__(self, pool: LivePool, keys: Sequence[str], *, every_s: float,
+                 result_dir: Path, wall_limit_s: float,
+                 stop: Callable[[], bool] | None = None) -> None:
+        self._pool = pool
+        self._keys = list(keys)
+        self._every_s = every_s
+        self._result_dir = result_dir
+        self._wall_limit_s = wall_limit_s
+        self._stop = stop
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failed: list[str] = []
+        self.cancelled = False
+
+    def __enter__(self) -> KeepWarm:
+        if self._keys:
+            self._thread = threading.Thread(target=self._loop, daemon=True, name="keep-warm")
+            self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+        for key in self._failed:
+            self._pool.drop(key)
+
+    def _loop(self) -> None:
+        while not self._done.wait(self._every_s):
+            for key in self._keys:
+                script = self._pool.running_script(key)
+                if self._done.is_set() or script is None or key in self._failed:
+                    continue
+                outcome = script.measure(1, self._result_dir / f"{key}-warm.json",
+                                         wall_limit_s=self._wall_limit_s, stop=self._stop)
+                if outcome.killed_by == "cancelled":
+                    self.cancelled = True
+                    return
+                if outcome.status != "ok":
+                    self._failed.append(key)
+
+
 def available_memory_bytes() -> int | None:
     """MemAvailable from /proc/meminfo (None off Linux): whether one more live engine fits."""
     with contextlib.suppress(OSError, ValueError, IndexError):
@@ -298,8 +349,12 @@ class LivePool:
 
     def running(self, key: str) -> bool:
         """Whether `key` has an engine started and still alive (its next round starts none)."""
+        return self.running_script(key) is not None
+
+    def running_script(self, key: str) -> LiveScript | None:
+        """`key`'s script, where its engine is started and still alive."""
         script = self._live.get(key)
-        return script is not None and script.started and script.alive
+        return script if script is not None and script.started and script.alive else None
 
     def measured(self, key: str) -> None:
         """Note the size of `key`'s engine after a round (it is largest once started)."""

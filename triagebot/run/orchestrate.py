@@ -8,10 +8,11 @@ earlier rounds lean the other way (adaptive escalation, `schedule.mirror_round`,
 `schedule.balanced_turn`). On the cpu runner, where an engine start costs a minute or
 more and runs cost seconds, each cell's engine is started once and kept, paused, between
 its rounds (`run/live.py`), all of them started before the first round
-(`_start_engines`, two at a time), and the rounds are small (`LIVE_RUNS_PER_ROUND`) so
-compared cells run close together in time. Everything lands in the
-output folder: `plan.json`, `request.json`, `scripts/`, `results/<cell>-r<round>.json`, `logs/` and
-`findings.json`, which `triagebot report DIR` reads back.
+(`_start_engines`, two at a time, those already started kept warm meanwhile), and the
+rounds are small (`LIVE_RUNS_PER_ROUND`) so compared cells run close together in time.
+Everything lands in the output folder: `plan.json`, `request.json`, `scripts/`,
+`results/<cell>-r<round>.json`, `logs/` and `findings.json`, which `triagebot report DIR`
+reads back.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.progress import Event, Pace
 from triagebot.render import RenderedScript
 from triagebot.run import leftovers, standins, vllm_cpu, vllm_mlx
-from triagebot.run.live import LIVE_TEMPLATES, LivePool, LiveScript
+from triagebot.run.live import LIVE_TEMPLATES, KeepWarm, LivePool, LiveScript
 from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
 from triagebot.run.schedule import (
     Slot,
@@ -50,6 +51,9 @@ LIVE_RUNS_PER_ROUND = 2
 # process importing and compiling on one core, so two cores start two nearly as fast as
 # one, and nothing is being measured while they start.
 PARALLEL_STARTS = 2
+# How often an engine already started runs a batch while later ones start (`KeepWarm`):
+# well within the shortest start, so none sits paused for long before the first round.
+KEEP_WARM_S = 10.0
 
 
 class RunSettings(BaseModel):
@@ -331,16 +335,20 @@ def _start_engines(plan: Plan, slots: Sequence[Slot], paths: Mapping[str, Path],
                    emit: Progress, started: float, pool: LivePool,
                    scratch: contextlib.ExitStack, *, store: SlotStore | None,
                    stop: Callable[[], bool] | None, pace: Pace, index: Mapping[str, int],
-                   planned: int) -> dict[str, CellOutcome]:
+                   planned: int, keep_warm_s: float = KEEP_WARM_S) -> dict[str, CellOutcome]:
     """Start every cell's engine (and run its warm-ups) before the first round, in the
     order the cells first run, `PARALLEL_STARTS` at a time where memory allows: the
     rounds then measure engines that are all running. Cells whose every slot the store
-    already holds are not started. Returns the outcome of each start that failed."""
+    already holds are not started. Returns the outcome of each start that failed.
+
+    While a group starts, the engines started before it run a batch every `keep_warm_s`
+    seconds (`KeepWarm`)."""
     pending = [cid for cid in dict.fromkeys(s.cell_id for s in slots)
                if store is None or any(store.get(s.cell_id, s.round) is None
                                        for s in slots if s.cell_id == cid)]
     first_round = {s.cell_id: s.round for s in reversed(slots)}
     failed: dict[str, CellOutcome] = {}
+    started_before: list[str] = []
     while pending:
         width = PARALLEL_STARTS if pool.starts and pool.room_for(PARALLEL_STARTS) else 1
         group, pending = pending[:width], pending[width:]
@@ -360,16 +368,23 @@ def _start_engines(plan: Plan, slots: Sequence[Slot], paths: Mapping[str, Path],
                 failed[cid] = sent
                 continue
             began.append((cid, session, path, sent))
-        for cid, session, path, at in began:
-            outcome = session.collect(path, at, wall_limit_s=plan.budget.cell_time_limit_s,
-                                      stop=stop)
-            if outcome.killed_by == "cancelled":
-                raise RunCancelled(f"stopped while {cid}'s engine started")
-            pool.measured(cid)
-            pace.add(outcome.wall_s, 0, True)
-            if outcome.status != "ok":
-                failed[cid] = outcome
-                pool.drop(cid)
+        with KeepWarm(pool, started_before, every_s=keep_warm_s,
+                      result_dir=settings.out_dir / "logs",
+                      wall_limit_s=plan.budget.cell_time_limit_s, stop=stop) as warm:
+            for cid, session, path, at in began:
+                outcome = session.collect(path, at,
+                                          wall_limit_s=plan.budget.cell_time_limit_s,
+                                          stop=stop)
+                if outcome.killed_by == "cancelled":
+                    raise RunCancelled(f"stopped while {cid}'s engine started")
+                pool.measured(cid)
+                pace.add(outcome.wall_s, 0, True)
+                if outcome.status != "ok":
+                    failed[cid] = outcome
+                    pool.drop(cid)
+        if warm.cancelled:
+            raise RunCancelled("stopped while the engines started")
+        started_before += [cid for cid in group if pool.running(cid)]
     return failed
 
 
