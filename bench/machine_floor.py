@@ -33,6 +33,9 @@ SCALES_S = (0.0, 0.35, 2.0)  # 0: one piece of work
 MARGIN = 0.03
 
 
+_MATS: list[Any] = []  # the matrix product's operands, made once per process
+
+
 def _work(kind: str) -> None:
     if kind == "loop":
         total = 0
@@ -42,9 +45,6 @@ def _work(kind: str) -> None:
         a, b = _MATS
         for _ in range(8):
             a @ b
-
-
-_MATS: list[Any] = []  # the matrix product's operands, made once per process
 
 
 def _record(kind: str, core: int, seconds: float, start_at: float,
@@ -91,7 +91,8 @@ def speeds(rows: list[tuple[float, float]], t0: float, scale: float) -> dict[int
     return {b: len(v) / sum(v) for b, v in bins.items() if len(v) >= 2 and sum(v) > 0}
 
 
-def log_cv(values: Sequence[float]) -> float:
+def log_sd(values: Sequence[float]) -> float:
+    """The sd of the logs: the CV for spreads this small, and what the verdicts work on."""
     return statistics.stdev(math.log(v) for v in values)
 
 
@@ -129,14 +130,13 @@ def main() -> None:
     floor_at_run = 0.0
     for scale in SCALES_S:
         a, b = speeds(core0, t0, scale), speeds(core1, t0, scale)
+        sd_a, sd_b = log_sd(list(a.values())), log_sd(list(b.values()))
         x, y = paired(a, b) if scale else ([], [])
         corr = f"{statistics.correlation(x, y):12.2f}" if len(x) > 2 else f"{'':>12}"
         name = f"{scale:.2f} s" if scale else "piece"
-        print(f"{name:>8} {log_cv(list(a.values())):>10.1%} {log_cv(list(b.values())):>10.1%}"
-              f"{corr}")
+        print(f"{name:>8} {sd_a:>10.1%} {sd_b:>10.1%}{corr}")
         if scale == SCALES_S[1]:
-            floor_at_run = statistics.fmean([log_cv(list(a.values())),
-                                             log_cv(list(b.values()))])
+            floor_at_run = (sd_a + sd_b) / 2
 
     loop, mat = record([("loop", 0), ("matmul", 0)], args.seconds)
     t0 = min(loop[0][0], mat[0][0])
@@ -148,8 +148,8 @@ def main() -> None:
         x, y = paired(a, b)
         if len(x) <= 2:
             continue
-        print(f"{scale:>6.2f} s {log_cv(list(a.values())):>10.1%} "
-              f"{log_cv(list(b.values())):>10.1%} {statistics.correlation(x, y):>12.2f} "
+        print(f"{scale:>6.2f} s {log_sd(list(a.values())):>10.1%} "
+              f"{log_sd(list(b.values())):>10.1%} {statistics.correlation(x, y):>12.2f} "
               f"{fitted_residual(y, x):>12.1%}")
 
     sd = floor_at_run * math.sqrt(2 / args.runs)
