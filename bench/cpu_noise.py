@@ -155,7 +155,7 @@ class Way:
 
     def start(self) -> None:
         """Start both engines and run their warm-ups before the first round, as the runner
-        does (`orchestrate._start_engines`): a round is then a block of runs seconds apart."""
+        does (`rounds.start_engines`): a round is then a block of runs seconds apart."""
         for cell in self.runs:
             self.starts += 1
             dirs = self._scratch.enter_context(vllm_cpu.per_run_dirs())

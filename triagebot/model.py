@@ -272,6 +272,9 @@ class RunResult(_Model):
     log_tail: str = ""
     # Where the script reads it (transformers on CUDA); None elsewhere.
     cuda_graphs: CudaGraphEvidence | None = None
+    # The plan round this result measured, set by the runner (a script does not know it);
+    # compared cells are paired round by round on it.
+    round: int | None = Field(default=None, ge=0)
 
 
 # --- Plans -----------------------------------------------------------------------------
@@ -363,6 +366,10 @@ class SpecParams(_Model):
     prompt_lookup_min: int | None = Field(default=None, ge=1, le=64)
     prompt_lookup_max: int | None = Field(default=None, ge=1, le=64)
     draft_enforce_eager: bool | None = None
+    # With rejection_sample_method "synthetic": the unconditional acceptance rate of each
+    # draft position (non-increasing), which the engine then applies whatever was drafted.
+    synthetic_acceptance_rates: list[Annotated[float, Field(ge=0.0, le=1.0)]] | None = Field(
+        default=None, max_length=16)
 
 
 class Sampling(_Model):

@@ -29,6 +29,7 @@ from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as cpu_plan
+from triagebot.plan.synthetic import Pin, pinned_cell
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.live import LiveScript
@@ -167,6 +168,31 @@ def test_the_trained_eagle3_head_is_accepted_between_the_extremes(runner: Runner
     _check_counters(result, 3)
     assert 0.05 < _acceptance(result) < 0.95, result.spec
     assert result.outputs_digest == offline["none"][1].outputs_digest
+
+
+def test_synthetic_acceptance_pins_the_engines_counters_to_the_set_rates(
+        runner: Runner) -> None:
+    # The CPU build refuses the synthetic mode in its own kernels; the script routes them
+    # through triagebot's stand-in (tests/engines/test_cpu_synthetic_kernel.py holds it to
+    # vLLM's GPU kernels) and says so. Position 1 is kept always, so its count is exact;
+    # the others are binomial around their rate.
+    plan = _plan("spec=draft_model:3", "modes=eager", "warmups=1", "prompts=4")
+    spec_cell = next(c for c in plan.cells if c.spec and not c.replica)
+    rates = [1.0, 0.6, 0.3]
+    cell = pinned_cell(spec_cell, Pin(name="reported", rates=rates, source="a test"), VERSION)
+    plan = plan.model_copy(update={"cells": [*plan.cells, cell]})
+    _, result = runner.run(plan, cell, runs=3)
+    assert result.status == "ok", result.error
+    assert any("triagebot's stand-in" in note for note in result.notes), result.notes
+    spec = result.spec
+    assert spec is not None and spec.num_drafts > 100, spec
+    assert spec.num_draft_tokens == 3 * spec.num_drafts
+    per_pos = spec.per_position_accepted
+    assert per_pos[0] == spec.num_drafts
+    for got, rate in zip(per_pos[1:], rates[1:], strict=True):
+        n = spec.num_drafts
+        half = 4.0 * (rate * (1 - rate) / n) ** 0.5  # a 4-sigma binomial interval
+        assert abs(got / n - rate) <= half, (per_pos, n, rates)
 
 
 def test_prompt_lookup_finds_matches_that_do_not_always_hold(offline) -> None:

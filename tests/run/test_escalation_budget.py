@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tests.report import load_fixture
-from triagebot.run.orchestrate import RunSettings, _escalation
+from triagebot.model import Plan, RunResult
+from triagebot.progress import Pace
+from triagebot.run.provision import ProvisionedEnv
+from triagebot.run.rounds import RunSettings, Session, escalation
 from triagebot.run.schedule import Slot
+
+
+def _session(plan: Plan, results: Mapping[str, Sequence[RunResult]], tmp_path: Path,
+             started: float, *, ran: list[Slot], walls: dict[str, float]) -> Session:
+    """The state `escalation` reads after two rounds of `results`."""
+    return Session(plan=plan, request=None, paths={},
+                   env=ProvisionedEnv(python="python", engine="vllm", version="0",
+                                      kind="local", path="/"),
+                   runner_env={}, settings=RunSettings(out_dir=tmp_path),
+                   emit=lambda _e: None, started=started,
+                   results={k: list(v) for k, v in results.items()}, outcomes={},
+                   store=None, stop=None, pool=None, scratch=contextlib.ExitStack(),
+                   pace=Pace(60.0, len(plan.cells)), ran=ran, round_index=2, walls=walls)
 
 
 def _escalate(walls: dict[str, float], tmp_path: Path, limit_s: int = 600) -> int:
@@ -15,8 +33,7 @@ def _escalate(walls: dict[str, float], tmp_path: Path, limit_s: int = 600) -> in
     plan = plan.model_copy(update={"budget": plan.budget.model_copy(
         update={"time_limit_s": limit_s, "max_runs": 30})})
     started = time.monotonic() - 300  # five minutes spent
-    slots = _escalation(plan, None, {k: list(v) for k, v in results.items()}, 2,
-                        RunSettings(out_dir=tmp_path), started, ran=[], walls=walls)
+    slots = escalation(_session(plan, results, tmp_path, started, ran=[], walls=walls))
     return len(slots)
 
 
@@ -39,9 +56,8 @@ def _ran(order: list[str], *runs: int) -> list[Slot]:
 
 def _escalate_after(ran: list[Slot], tmp_path: Path) -> list[str]:
     plan, results = load_fixture("noisy_unknown")
-    slots = _escalation(plan, None, {k: list(v) for k, v in results.items()}, 2,
-                        RunSettings(out_dir=tmp_path), time.monotonic(), ran=ran,
-                        walls={c.cell_id: 1.0 for c in plan.cells})
+    slots = escalation(_session(plan, results, tmp_path, time.monotonic(), ran=ran,
+                                walls={c.cell_id: 1.0 for c in plan.cells}))
     assert slots and {s.round for s in slots} == {2}
     return [s.cell_id for s in slots]
 

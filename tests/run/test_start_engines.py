@@ -1,5 +1,5 @@
 """Live engines start before the first round, two at a time once one has shown its size,
-those started earlier running a batch now and then meanwhile (`orchestrate._start_engines`).
+those started earlier running a batch now and then meanwhile (`rounds.start_engines`).
 
 The scripts are the templates' own runtime around a tiny `start`: an engine told to find a
 partner (PARTY, a folder) waits in its start until a second engine has entered the same
@@ -19,8 +19,8 @@ from triagebot.model import Budget, CellWorkload, Plan, Sampling
 from triagebot.progress import Event, Pace
 from triagebot.render import environment
 from triagebot.run.live import LivePool
-from triagebot.run.orchestrate import RunSettings, _start_engines
 from triagebot.run.provision import ProvisionedEnv
+from triagebot.run.rounds import RunSettings, Session, start_engines
 from triagebot.run.schedule import Slot
 
 BODY = """
@@ -95,12 +95,14 @@ def _start(tmp_path: Path, envs: list[dict[str, str]], pool: LivePool, *,
     events: list[Event] = []
     with contextlib.ExitStack() as scratch:
         try:
-            failed = _start_engines(
-                plan, slots, {c.cell_id: script for c in cells}, env, {},
-                RunSettings(out_dir=tmp_path), events.append, 0.0, pool, scratch,
-                store=None, stop=None, pace=Pace(60.0, len(cells)),
-                index={c.cell_id: i + 1 for i, c in enumerate(cells)}, planned=10,
-                keep_warm_s=keep_warm_s)
+            session = Session(
+                plan=plan, request=None, paths={c.cell_id: script for c in cells}, env=env,
+                runner_env={}, settings=RunSettings(out_dir=tmp_path), emit=events.append,
+                started=0.0, results={}, outcomes={}, store=None, stop=None, pool=pool,
+                scratch=scratch, pace=Pace(60.0, len(cells)), planned=10)
+            failed = start_engines(session, slots,
+                                   {c.cell_id: i + 1 for i, c in enumerate(cells)},
+                                   keep_warm_s=keep_warm_s)
             running = {c.cell_id: pool.running(c.cell_id) for c in cells}
         finally:
             pool.close_all()

@@ -33,6 +33,7 @@ from triagebot.analyze.findings_models import (
     ReportedRatio,
 )
 from triagebot.model import Cell, Plan, ReproRequest, RunEnv
+from triagebot.plan.synthetic import is_pinned
 
 RATE_TOLERANCE = 0.05
 LENGTH_TOLERANCE = 0.10
@@ -132,6 +133,8 @@ def _fits(want: LabelWants, cell: Cell) -> bool:
         want.rejection is None
         or (spec is not None and spec.rejection_sample_method == want.rejection),
         want.encoder_graph is None or want.encoder_graph == bool(cell.encoder_cudagraph),
+        # A pinned arm answers our own question, never a label of the reporter's.
+        want.rejection == "synthetic" or not is_pinned(cell),
     ]
     return all(checks)
 
@@ -290,7 +293,8 @@ def _acceptance(
             continue
         arm = _reported_arm(request, metric, value)
         cell = match_label(arm, plan)[0] if arm else None
-        targets = [cell] if cell else [c for c in plan.cells if c.spec and c.replica == 0]
+        targets = [cell] if cell else [c for c in plan.cells
+                                            if c.spec and c.replica == 0 and not is_pinned(c)]
         for target in targets:
             found = cells.get(target.cell_id)
             if found is None:

@@ -77,6 +77,7 @@ from triagebot.analyze.findings_outcome import (
 from triagebot.analyze.graphs import graph_checks, graph_hints
 from triagebot.analyze.mtp_status import mtp_notes
 from triagebot.analyze.signatures import Signature
+from triagebot.analyze.synthetic import explain
 from triagebot.model import Plan, ReproRequest, RunEnv, RunResult
 
 __all__ = ["analyze", "decide_outcome", "headline", "merge_counters", "summarize"]
@@ -185,6 +186,7 @@ def analyze(
         hints=[*graph_hints(graphs), *outcome_hints(plan, cell_list, hits, collapse, divergence),
                *runner_hints(comparisons, margin)],
         against_report=against,
+        pinned=explain(plan, comparisons, cells),
         runner_env=runner.model_dump() if runner else {},
         graphs=graphs,
         margin=margin,

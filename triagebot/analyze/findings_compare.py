@@ -29,6 +29,7 @@ from triagebot.analyze.spec import (
 )
 from triagebot.engines import standins
 from triagebot.model import Cell, Comparison, Plan, RunResult
+from triagebot.plan.synthetic import is_pinned
 
 # --- comparisons ------------------------------------------------------------------------
 
@@ -38,13 +39,26 @@ def _samples(ids: Sequence[str], results: Mapping[str, Sequence[RunResult]]) -> 
 
 
 def _rounds(ids: Sequence[str], results: Mapping[str, Sequence[RunResult]]) -> list[list[float]]:
-    """tok/s per round of an arm (cells of the arm pooled round by round)."""
-    width = max((len(results.get(cid, ())) for cid in ids), default=0)
+    """tok/s per round of an arm (cells of the arm pooled round by round).
+
+    Rounds are placed by the plan round each result records, so that two arms line up
+    even where one of them sat a round out (an escalation round, or arms added to the
+    plan after its first rounds); results without one are placed by position."""
+    placed = [(r.round if r.round is not None else i, r)
+              for cid in ids for i, r in enumerate(results.get(cid, ()))]
+    width = max((at + 1 for at, _ in placed), default=0)
     out: list[list[float]] = [[] for _ in range(width)]
-    for cid in ids:
-        for i, result in enumerate(results.get(cid, ())):
-            out[i].extend(stats.samples_from([result]))
+    for at, result in placed:
+        out[at].extend(stats.samples_from([result]))
     return out
+
+
+def shared_span(a: list[list[float]], b: list[list[float]]
+                ) -> tuple[list[list[float]], list[list[float]]]:
+    """Both arms from the first round in which both ran: an arm added to the plan after
+    its first rounds is compared with its partner's runs of the same time only."""
+    first = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x and y), 0)
+    return a[first:], b[first:]
 
 
 def plan_noise_band(plan: Plan, results: Mapping[str, Sequence[RunResult]]) -> NoiseBand:
@@ -86,7 +100,7 @@ def ratio_finding(
     margin: float,
     negligible: float = verdict.DEFAULT_NEGLIGIBLE,
 ) -> tuple[ComparisonFinding, int]:
-    a, b = _rounds(comp.numerator, results), _rounds(comp.denominator, results)
+    a, b = shared_span(_rounds(comp.numerator, results), _rounds(comp.denominator, results))
     runs = min(sum(map(len, a)), sum(map(len, b)))
     max_runs = max(plan.budget.max_runs, runs, 1)
     decision = verdict.next_step(a, b, runs, max_runs, margin=margin, negligible=negligible,
@@ -181,7 +195,8 @@ def collapse_flags(plan: Plan, cells: Mapping[str, CellFinding]) -> list[Collaps
     groups: dict[tuple[Any, ...], dict[str, AcceptanceStats]] = {}
     for cell in plan.cells:
         found = cells[cell.cell_id]
-        if cell.spec is None or found.acceptance is None or random_drafter(cell):
+        if (cell.spec is None or found.acceptance is None or random_drafter(cell)
+                or is_pinned(cell)):
             continue
         key = (cell.model, cell.spec.method, cell.spec.num_speculative_tokens,
                cell.spec.draft_model, cell.spec.rejection_sample_method,
@@ -193,7 +208,7 @@ def collapse_flags(plan: Plan, cells: Mapping[str, CellFinding]) -> list[Collaps
 def step_fit_findings(plan: Plan, cells: Mapping[str, CellFinding]) -> list[StepFitFinding]:
     groups: dict[tuple[Any, ...], list[Cell]] = {}
     for cell in plan.cells:
-        if cell.spec is not None and cell.replica == 0:
+        if cell.spec is not None and cell.replica == 0 and not is_pinned(cell):
             groups.setdefault((_context(cell), cell.spec.method), []).append(cell)
     out: list[StepFitFinding] = []
     for (context, method), members in groups.items():
@@ -221,7 +236,10 @@ def _context_text(context: Sequence[tuple[str, str]]) -> str:
 def divergence_findings(plan: Plan, cells: Mapping[str, CellFinding]) -> list[DivergenceFinding]:
     groups: dict[tuple[Any, ...], list[Cell]] = {}
     for cell in plan.cells:
-        groups.setdefault(_context(cell), []).append(cell)
+        # A pinned arm keeps drafts the target would not have chosen: its tokens differ
+        # by design.
+        if not is_pinned(cell):
+            groups.setdefault(_context(cell), []).append(cell)
     out: list[DivergenceFinding] = []
     for context, members in groups.items():
         if not any(c.spec for c in members) or not any(c.spec is None for c in members):

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from triagebot.analyze.synthetic_models import PinnedMode
 from triagebot.analyze.throughput_metric import TOKENS_PER_SECOND, ThroughputMetric
 
 Verdict = Literal["DIFFERENT", "SAME", "UNKNOWN"]
@@ -485,6 +486,7 @@ class Findings(_Model):
     signatures: list[SignatureHit] = Field(default_factory=list)
     hints: list[Hint] = Field(default_factory=list)
     against_report: AgainstReport | None = None
+    pinned: list[PinnedMode] = Field(default_factory=list)  # per mode: why slower or faster
     runner_env: dict[str, str | int | None] = Field(default_factory=dict)
     graphs: list[GraphCheck] = Field(
         default_factory=list, description="the graph axis's cells on a GPU runner")

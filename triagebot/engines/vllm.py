@@ -199,6 +199,8 @@ def speculative_config(cell: Cell, version: str) -> dict[str, Any] | None:
             cfg[key] = value
     if spec.draft_enforce_eager is not None:
         cfg["enforce_eager"] = spec.draft_enforce_eager
+    if spec.synthetic_acceptance_rates is not None:
+        cfg["synthetic_acceptance_rates"] = list(spec.synthetic_acceptance_rates)
     for key, value in extra.items():
         cfg.setdefault(key, value)  # the cell's own fields win over the report's extras
     model_type = _model_type(cell.model)
@@ -211,6 +213,20 @@ def speculative_config(cell: Cell, version: str) -> dict[str, Any] | None:
                 "name the MTP method for it (e.g. speculative_config method=deepseek_mtp)",
                 field="spec.method", accepted=list(exc.accepted)) from None
         raise _rejected(exc) from None
+
+
+def synthetic_support(version: str) -> str | None:
+    """Why vLLM `version` cannot pin acceptance (rejection_sample_method="synthetic" with
+    per-position synthetic_acceptance_rates), or None when it can."""
+    try:
+        info = cat.release_info(version)
+    except cat.ConfigRejected as exc:
+        return str(exc)
+    if ("synthetic_acceptance_rates" not in info.spec_config_keys
+            or "synthetic" not in info.spec_literals.get("rejection_sample_method", [])):
+        return (f"vLLM {version} has no synthetic acceptance mode (speculative_config "
+                "rejection_sample_method='synthetic' with synthetic_acceptance_rates)")
+    return None
 
 
 def _model_type(model: str) -> str | None:
@@ -352,6 +368,8 @@ def template_context(cell: Cell) -> dict[str, Any]:
     ctx: dict[str, Any] = {
         "version": version,
         "has_spec": "speculative_config" in args,
+        "synthetic": (args.get("speculative_config") or {}).get("rejection_sample_method")
+        == "synthetic",
         "bench_spec_keys": _at_least(version, BENCH_SPEC_KEYS_SINCE),
     }
     if w.kind == "serve":

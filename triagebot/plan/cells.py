@@ -267,7 +267,7 @@ def _cell(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
         cell = Cell.model_validate(cell.model_dump())
     except ValidationError as exc:
         raise PlanRejected(f"cell {label!r}: {_first_error(exc)}", field="cell") from None
-    return cell.model_copy(update={"cell_id": _cell_id(cell)})
+    return cell.model_copy(update={"cell_id": cell_id(cell)})
 
 
 def stable_dump(cell: dict[str, Any]) -> dict[str, Any]:
@@ -276,10 +276,14 @@ def stable_dump(cell: dict[str, Any]) -> dict[str, Any]:
     workload = cell.get("workload")
     if isinstance(workload, dict) and workload.get("image_size") is None:
         cell = {**cell, "workload": {k: v for k, v in workload.items() if k != "image_size"}}
+    spec = cell.get("spec")
+    if isinstance(spec, dict) and spec.get("synthetic_acceptance_rates") is None:
+        cell = {**cell, "spec": {k: v for k, v in spec.items()
+                                 if k != "synthetic_acceptance_rates"}}
     return cell
 
 
-def _cell_id(cell: Cell) -> str:
+def cell_id(cell: Cell) -> str:
     body = stable_dump(cell.model_dump(mode="json", exclude={"cell_id", "label", "varies"}))
     return "c" + hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
 

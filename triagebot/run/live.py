@@ -386,10 +386,14 @@ class LivePool:
             script.close()
 
     def close_all(self) -> None:
-        """End every engine: all are told first, then each is waited for (a vLLM engine
-        takes seconds to shut down, and one after another they added up)."""
-        scripts = list(self._live.values())
-        self._live.clear()
+        """End every engine."""
+        self.close(list(self._live))
+
+    def close(self, keys: Sequence[str]) -> None:
+        """End the engines of `keys`: all are told first, then each is waited for (a vLLM
+        engine takes seconds to shut down, and one after another they added up)."""
+        scripts = [script for key in keys
+                   if (script := self._live.pop(key, None)) is not None]
         for script in scripts:
             script.release()
         for script in scripts:
