@@ -21,13 +21,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # below), the bench pages and the deployment guide.
 USER_PAGES = sorted(
     [ROOT / "README.md", ROOT / "bench" / "README.md", ROOT / "deploy" / "README.md",
-     *(p for p in (ROOT / "docs").rglob("*.md") if "bench" not in p.relative_to(ROOT / "docs").parts),
+     *(p for p in (ROOT / "docs").rglob("*.md")
+       if "bench" not in p.relative_to(ROOT / "docs").parts),
      *(ROOT / "bench" / "results").glob("*.md")])
 
 # What a clone cannot follow: an issue or PR number of ours or anyone's ("issue 28",
 # "#473"), and the corpus folder beside the checkout.
 UNFOLLOWABLE = {
-    "an issue or PR number": re.compile(r"(?i)\b(?:issue|pr|pull request)s?\s+#?\d+|(?<![\w&/`])#\d+\b"),
+    "an issue or PR number": re.compile(
+        r"(?i)\b(?:issue|pr|pull request)s?\s+#?\d+|(?<![\w&/`])#\d+\b"),
     "a path outside the repository": re.compile(r"\.\./shared|/work/|(?<![\w.])\.\./\.\./"),
 }
 
