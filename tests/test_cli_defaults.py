@@ -33,7 +33,7 @@ def _cpu_setup_version() -> str:
     from triagebot.engines.vllm_cpu import locked_releases
 
     # The constant is the newest locked release, as its comment says.
-    assert CPU_VLLM_VERSION == locked_releases()[-1]
+    assert locked_releases()[-1] == CPU_VLLM_VERSION
     return CPU_VLLM_VERSION
 
 

@@ -75,7 +75,7 @@ EngineOpt = Annotated[str, typer.Option(
 def _only_cpu(kind: str) -> None:
     if kind != "cpu":
         raise fail(EXIT_USAGE, f"runner kind {kind!r} has no environment set-up here; a GPU "
-                                "runner builds its environments per job (see README)")
+                                "runner builds its environments per job (see docs/runners/gpu.md)")
 
 
 # The vLLM release `runner setup cpu` installs when none is named: the newest locked one.
