@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ def shared_path(rel: str = "") -> Path:
         if not missing.is_dir():
             break
         missing = missing / part
-    where = Path("..", *missing.relative_to(ROOT.parent).parts)
+    where = Path("..", *missing.relative_to(SHARED.parent).parts)
     reason = f"{where} is absent: this test reads the corpus beside the checkout"
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason}, which CI must have", pytrace=False)
@@ -55,6 +56,19 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     for mark in item.iter_markers("shared"):
         for rel in mark.args:
             shared_path(rel)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    # A skip raised in shared_path() is reported at the test it skipped, as a skip mark's
+    # is, so `-rs` names and counts the tests rather than this file's line.
+    report = yield
+    if report.skipped and isinstance(report.longrepr, tuple) and \
+            Path(report.longrepr[0]).resolve() == Path(__file__).resolve():
+        path, line, _name = item.reportinfo()
+        report.longrepr = (str(path), (line or 0) + 1, report.longrepr[2])
+    return report
 
 
 def shared_files(rel: str, pattern: str) -> list[Any]:
