@@ -63,6 +63,22 @@ def test_user_pages_name_nothing_a_clone_cannot_follow(page: Path) -> None:
     assert not found, found
 
 
+RESULTS = sorted((ROOT / "bench" / "results").glob("*.md"))
+
+
+@pytest.mark.parametrize("result", RESULTS, ids=lambda p: p.name)
+def test_each_result_is_dated_complete_and_linked_from_the_docs(result: Path) -> None:
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}-[a-z0-9-]+\.md", result.name)
+    text = result.read_text(encoding="utf-8")
+    for part in ("**Commit", "**Machine:**", "**Command", "**Conclusion.**"):
+        assert part in text, part
+    assert "\n|---" in text, "a table"
+    pages = [p.read_text(encoding="utf-8") for p in (ROOT / "docs").rglob("*.md")
+             if "bench" not in p.relative_to(ROOT / "docs").parts]
+    assert any(f"bench/results/{result.name}" in page for page in pages)
+    assert f"results/{result.name}" in (ROOT / "bench" / "README.md").read_text()
+
+
 def test_the_check_catches_what_it_is_for() -> None:
     for bad in ["see issue 28", "vllm-mlx #473", "issues #12", "../shared/seeds/000.txt"]:
         assert any(p.search(bad) for p in UNFOLLOWABLE.values()), bad
