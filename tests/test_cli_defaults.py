@@ -105,3 +105,28 @@ def test_options_typer_shows_keep_the_function_defaults() -> None:
             if declared is inspect.Parameter.empty or declared is None:
                 continue
             assert param.default == declared, (name, param.name)
+
+
+def test_the_cli_reference_synopsis_names_only_real_commands_and_options() -> None:
+    # docs/cli.md opens with every command's synopsis; an option renamed or dropped in the
+    # code must not live on there.
+    from pathlib import Path
+
+    commands = dict(_commands(typer.main.get_command(app)))
+    text = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    synopsis = text.split("```text\n", 1)[1].split("```", 1)[0]
+    command, wrong = None, []
+    for line in synopsis.splitlines():
+        named = re.match(r"triagebot ((?:engines |runner )?[\w-]+)", line)
+        if named:
+            command = named.group(1)
+        if command == "--version":
+            continue
+        if command not in commands:
+            wrong.append(f"no command {command!r}")
+            continue
+        cmd = commands[command]
+        options = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+        wrong += [f"{command} {o}" for o in re.findall(r"--[\w-]+", line) if o not in options]
+    assert not wrong, wrong
+    assert {"repro", "bisect", "runner setup"} <= {c for c in commands if c in synopsis}
