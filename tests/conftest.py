@@ -34,9 +34,10 @@ SHARED = ROOT.parent / "shared"
 
 
 def shared_path(rel: str = "") -> Path:
-    """`../shared/<rel>`, for a test that reads it. Where it is absent the test skips with
-    a reason naming the missing folder, except under `CI=true`, where it fails: CI must
-    never pass by skipping."""
+    """`../shared/<rel>`, for a test that reads it. Where the corpus, or the folder of it
+    that `rel` is in (seeds/, parse-dev/, ...), is absent, the test skips with a reason
+    naming that folder, except under `CI=true`, where it fails: CI must never pass by
+    skipping. A file missing from a folder that is there is a failure everywhere."""
     path = SHARED / rel
     if path.exists():
         return path
@@ -46,6 +47,8 @@ def shared_path(rel: str = "") -> Path:
             break
         missing = missing / part
     where = Path("..", *missing.relative_to(SHARED.parent).parts)
+    if missing.parent != SHARED.parent and missing.parent != SHARED:
+        pytest.fail(f"{where} is missing from the corpus beside the checkout", pytrace=False)
     reason = f"{where} is absent: this test reads the corpus beside the checkout"
     if os.environ.get("CI") == "true":
         pytest.fail(f"{reason}, which CI must have", pytrace=False)

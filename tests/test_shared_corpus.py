@@ -28,6 +28,12 @@ def test_an_absent_folder_of_a_present_corpus_is_the_one_named(corpus: Path) -> 
         conftest.shared_path("parse-dev/x.json")
 
 
+def test_a_file_missing_from_a_present_folder_fails_everywhere(corpus: Path) -> None:
+    (corpus / "parse-dev").mkdir(parents=True)
+    with pytest.raises(pytest.fail.Exception, match=r"parse-dev/x\.json is missing"):
+        conftest.shared_path("parse-dev/x.json")
+
+
 def test_under_ci_an_absent_corpus_fails(corpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="which CI must have"):
