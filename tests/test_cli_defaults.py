@@ -130,3 +130,15 @@ def test_the_cli_reference_synopsis_names_only_real_commands_and_options() -> No
         wrong += [f"{command} {o}" for o in re.findall(r"--[\w-]+", line) if o not in options]
     assert not wrong, wrong
     assert {"repro", "bisect", "runner setup"} <= {c for c in commands if c in synopsis}
+
+
+def test_help_texts_name_nothing_a_clone_cannot_follow() -> None:
+    from tests.test_docs import UNFOLLOWABLE
+
+    root = typer.main.get_command(app)
+    texts = [root.help or ""]
+    for _name, cmd in _commands(root):
+        texts += [cmd.help or "", *(getattr(p, "help", None) or "" for p in cmd.params)]
+    found = [m.group(0) for text in texts for pattern in UNFOLLOWABLE.values()
+             for m in pattern.finditer(text)]
+    assert not found, found
