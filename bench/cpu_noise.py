@@ -1,7 +1,7 @@
 """Run-to-run noise of vLLM CPU cells on the `cpu` runner, and what cuts it, side by side.
 
 Run from the repository root: `.venv/bin/python bench/cpu_noise.py [--version 0.25.1]
-[--rounds 4] [--runs 3] [--ways live:2,workers:2] [--neighbour]`. One configuration (no
+[--rounds 4] [--runs 3] [--ways live:0,workers:0] [--neighbour]`. One configuration (no
 speculation, eager, the plan's CPU workload) is measured as an A/A pair, two engines of
 the same cell, under each way of running named in `--ways`, interleaved round by round
 (the ways' order mirrored every round) so that the machine's load falls on all of them
@@ -13,8 +13,9 @@ alike:
 * `live:S`: each engine started once, before the first round, and kept between rounds,
   paused while the other runs (`triagebot/run/live.py`), each run repeating its batch
   until S seconds have passed (`TRIAGEBOT_MIN_RUN_S`; `live:0` is one batch). The
-  runner's own way is `live:2` (`MIN_RUN_S` in `triagebot/plan/cpu.py`), the default:
-  the engine in the script's own process, on one torch thread (`IN_PROCESS_ENV`);
+  runner's own way, and the default, is `live:S` with S its `MIN_RUN_S`
+  (`triagebot/plan/cpu.py`; 0 today: one batch per run): the engine in the script's own
+  process, on one torch thread (`IN_PROCESS_ENV`);
 * `workers:S`: as `live:S`, with the engine core and its worker in processes of their
   own, vLLM's default layout (and the runner's before `IN_PROCESS_ENV`);
 * `/wW` after either, as in `live:2/w2`: warm-ups that repeat their batch for W seconds
@@ -272,8 +273,9 @@ def main() -> None:
     ap.add_argument("--version", default="0.25.1")
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--runs", type=int, default=3, help="measured runs per engine per round")
-    ap.add_argument("--ways", default="live:2",
-                    help="comma-separated: restart, live:S (default live:2, the runner's), "
+    runners_way = f"live:{cpu_plan.MIN_RUN_S:g}"
+    ap.add_argument("--ways", default=runners_way,
+                    help=f"comma-separated: restart, live:S (default {runners_way}, the runner's), "
                          "workers:S")
     ap.add_argument("--neighbour", action="store_true",
                     help="keep one core busy beside the measurement")

@@ -1,6 +1,6 @@
 """The GPU path, run on a GPU: one prepared check that fits in a few minutes.
 
-Two steps on two machines (README, "GPU runner"):
+Two steps on two machines (docs/runners/gpu.md):
 
     python3 bench/gpu_check.py wheels             # here, with PyPI: fills .gpu/
     bash bench/gpu_check.sh                       # there, offline: the report lands in $OUT

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU path on a GPU, offline, in minutes (README, "GPU runner"; bench/gpu_check.py).
+# The GPU path on a GPU, offline, in minutes (docs/runners/gpu.md; bench/gpu_check.py).
 #
 #   python3 bench/gpu_check.py wheels               # first, here: fills .gpu/ (carried)
 #   bash bench/gpu_check.sh                         # there: report.md etc. land in $OUT

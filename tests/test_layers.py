@@ -88,7 +88,7 @@ def test_no_module_or_class_outgrows_a_room() -> None:
 
 # --- the layers -------------------------------------------------------------------------------
 #
-# README's "Architecture" states these in words. From the top down: a module may import from
+# docs/architecture.md states these in words. From the top down: a module may import from
 # its own layer and from the layers below it, never from one above; no two modules import
 # each other, however long the loop; no module takes a private (underscore) name from
 # another; no class inherits from a private class defined in another file.

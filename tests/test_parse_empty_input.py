@@ -1,5 +1,6 @@
-"""`triagebot parse` of an empty report warns, as the README says (issue 27, item 10):
-it printed `warnings: []` although there was nothing to read."""
+"""`triagebot parse` of an empty report warns, as docs/cli.md says (any text yields a
+request with its problems under `warnings`): it printed `warnings: []` although there was
+nothing to read."""
 
 from __future__ import annotations
 

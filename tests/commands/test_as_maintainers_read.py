@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.commands.test_decisions import commands, facts, job, thread
-from tests.conftest import SHARED, seed_rel
+from tests.conftest import seed_path
 from triagebot.commands import help_text
 from triagebot.decisions import decide
 from triagebot.decisions import replies as words
@@ -24,7 +24,7 @@ from triagebot.model import Plan
 
 
 def _seed_thread(prefix: str) -> Thread:
-    text = (SHARED / seed_rel(prefix)).read_text(encoding="utf-8")
+    text = seed_path(prefix).read_text(encoding="utf-8")
     return thread().model_copy(update={"title": text.splitlines()[0], "body": text})
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED
+from tests.conftest import seed_path
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.mtp_status import mtp_totals
 from triagebot.engines import mlx_standin
@@ -41,7 +41,7 @@ REQUESTED = {"mllm": 5, "text": 3}
 
 
 def _seed_plan(*overrides: str) -> Plan:
-    [seed] = sorted((SHARED / "seeds").glob("002_*.txt"))
+    seed = seed_path("002")
     words = ["engine=vllm-mlx", "gpu=cpu", *overrides]
     return build_plan(parse_report(seed.read_bytes()), parse_overrides(words))
 

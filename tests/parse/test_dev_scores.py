@@ -15,6 +15,7 @@ from tests.conftest import SHARED
 from tests.parse.test_fuzz_dev import scorer
 from triagebot.parse import parse_report
 
+pytestmark = pytest.mark.shared("parse-dev", "tools")
 DEV = sorted((SHARED / "parse-dev").glob("*.json"))
 TARGETS = {"in_scope_f1": 0.97, "specificity": 0.95, "fields": 0.95, "stated_precision": 0.97}
 

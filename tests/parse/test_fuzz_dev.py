@@ -18,12 +18,15 @@ from functools import cache
 from types import ModuleType
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import SHARED
 from triagebot.parse import parse_report
 
+# The whole module fuzzes the dev set with its own scorer.
+pytestmark = pytest.mark.shared("parse-dev", "tools")
 DEV = sorted((SHARED / "parse-dev").glob("*.json"))
 
 

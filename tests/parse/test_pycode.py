@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SHARED
 from tests.conftest import seed_rel as _seed
 from tests.conftest import shared_lines as _shared_lines
+from tests.conftest import shared_path
 from triagebot.parse.python import PyCall, PyFacts, extract_python
 
 FIXTURES = Path(__file__).parent / "fixtures" / "pycode"
@@ -273,7 +273,7 @@ def test_real_inputs_without_python_do_not_crash(rel: str) -> None:
     if rel.startswith("seeds/"):
         paths = [_seed(rel[7:10])]
     else:
-        paths = [f"parse-dev/{p.name}" for p in sorted((SHARED / "parse-dev").glob("sgl-*"))]
+        paths = [f"parse-dev/{p.name}" for p in sorted(shared_path("parse-dev").glob("sgl-*"))]
     for path in paths:
         facts = extract_python(_shared_lines(path))
         assert not _calls(facts, "LLM")

