@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from triagebot.step_profile import StepProfile
+
 SCHEMA_VERSION = 1
 
 Engine = Literal[
@@ -272,6 +274,8 @@ class RunResult(_Model):
     log_tail: str = ""
     # Where the script reads it (transformers on CUDA); None elsewhere.
     cuda_graphs: CudaGraphEvidence | None = None
+    # One profiled batch's step split, outside the runs (vLLM offline, spec axis cells).
+    step_profile: StepProfile | None = None
 
 
 # --- Plans -----------------------------------------------------------------------------

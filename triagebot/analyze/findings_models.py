@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from triagebot.analyze.step_split_models import StepSplitFinding
 from triagebot.analyze.throughput_metric import TOKENS_PER_SECOND, ThroughputMetric
 
 Verdict = Literal["DIFFERENT", "SAME", "UNKNOWN"]
@@ -488,6 +489,7 @@ class Findings(_Model):
     runner_env: dict[str, str | int | None] = Field(default_factory=dict)
     graphs: list[GraphCheck] = Field(
         default_factory=list, description="the graph axis's cells on a GPU runner")
+    step_splits: list[StepSplitFinding] = Field(default_factory=list)
     margin: float = Field(default=0.03, description="SAME means within ±margin")
     negligible: float = Field(default=0.0, ge=0.0,
                               description="DIFFERENT means beyond ±negligible (0: beyond 0)")

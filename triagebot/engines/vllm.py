@@ -54,6 +54,9 @@ _NEEDS_DRAFT = {"eagle", "eagle3", "draft_model", "dflash", "medusa"}
 _STORE_TRUE_FLAGS = {"disable_log_stats"}
 
 RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+# Tells an offline script to profile one batch's step outside its runs
+# (`repro_templates/vllm/step_profile.py.j2`); only the plan sets it.
+PROFILE_ENV = "TRIAGEBOT_PROFILE_STEPS"
 
 # Environment variables a cell may set besides the release's own VLLM_* names: CUDA
 # device selection and debugging, NCCL and torch / inductor knobs. Anything else (loader
@@ -309,7 +312,15 @@ def engine_env(cell: Cell) -> dict[str, str]:
                 f"env {RUNNER_ENV}={env[RUNNER_ENV]} contradicts model_runner="
                 f"{cell.model_runner}", field="env", accepted=[f"{RUNNER_ENV}={runner}"])
         env[RUNNER_ENV] = runner
+    if profiles_steps(cell):
+        env[PROFILE_ENV] = "1"
     return env
+
+
+def profiles_steps(cell: Cell) -> bool:
+    """An offline cell that speculates, or the no-spec arm of a spec axis (the step it is
+    compared with): its script splits one profiled batch's step into its parts."""
+    return cell.workload.kind == "offline" and (cell.spec is not None or "spec" in cell.varies)
 
 
 def _runner_value(cell: Cell, version: str) -> str | None:
