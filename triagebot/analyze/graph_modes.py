@@ -42,7 +42,7 @@ def cudagraph_modes(cell: Cell, log: str) -> CudagraphModes:
     sentence = (f"{cell.label}: the target ran {_words(target, 'decode batches')}"
                 + (f" and {_words(mixed, 'mixed prefill-decode batches')}"
                    if mixed not in (None, target) else "")
-                + f"; the drafter {how}")
+                + f"; {how}")
     if held:
         sentence += (f". A drafter at {drafter} beside a target at FULL is a known cause "
                      "of a slow spec step: each step runs the drafter's kernels one by one "
@@ -89,22 +89,23 @@ def _split_mode(mode: str) -> tuple[str, str]:
 def _drafter_mode(cell: Cell, log: str, target: str | None, mixed: str | None,
                   evidence: list[str]) -> tuple[str | None, str]:
     """(mode, how it was found) of the drafter."""
-    method = cell.spec.method if cell.spec is not None else None
-    if method not in _MODEL_DRAFTERS:
-        return None, f"is {method or 'absent'}, which proposes on the host with no model"
+    if cell.spec is None:
+        return None, "no drafter runs without speculation"
+    if cell.spec.method not in _MODEL_DRAFTERS:
+        return None, f"the drafter ({cell.spec.method}) proposes on the host, with no model"
     for line in log.splitlines():
         if (m := _DRAFTER_CAPTURE.search(message_of(line.strip()))) is not None:
             evidence.append(m.group(0))
-            return m.group(2), f"captured {m.group(2)} graphs (\"{m.group(0)}\")"
+            return m.group(2), f"the drafter captured {m.group(2)} graphs (\"{m.group(0)}\")"
     if cell.model_runner == "v2":
-        return None, "logged no capture of its own, so its mode is not known"
-    if cell.spec is not None and cell.spec.draft_enforce_eager:
-        return "NONE", "ran eagerly, as its speculative config asks"
+        return None, "the drafter logged no capture of its own, so its mode is not known"
+    if cell.spec.draft_enforce_eager:
+        return "NONE", "the drafter ran eagerly, as its speculative config asks"
     if mixed is None:
-        return None, ("runs PIECEWISE or none by the V1 runner's rule, and the log does "
-                      "not say which mode the target captured for mixed batches")
+        return None, ("the drafter runs PIECEWISE or none by the V1 runner's rule, and the "
+                      "log does not say which mode the target captured for mixed batches")
     mode = "PIECEWISE" if mixed in ("PIECEWISE", "FULL") else "NONE"
-    return mode, (f"ran {mode}: the V1 runner logs no line for its drafter, whose graphs "
+    return mode, (f"the drafter ran {mode}: the V1 runner logs no line for it; its graphs "
                   f"are PIECEWISE whenever the target captures mixed batches ({mixed}) and "
                   "the draft is not eager, else none")
 

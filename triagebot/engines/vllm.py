@@ -303,8 +303,10 @@ def _dotted(version: tuple[int, ...]) -> str:
 def engine_env(cell: Cell) -> dict[str, str]:
     version = _version(cell)
     env = dict(cell.env)
-    for name in env:
-        _check_env_name(name, version)
+    profiles = profiles_steps(cell)
+    for name, value in env.items():
+        if not (name == PROFILE_ENV and value == "1" and profiles):  # set by the plan
+            _check_env_name(name, version)
     runner = _runner_value(cell, version)
     if runner is not None:
         if env.get(RUNNER_ENV, runner) != runner:
@@ -312,7 +314,7 @@ def engine_env(cell: Cell) -> dict[str, str]:
                 f"env {RUNNER_ENV}={env[RUNNER_ENV]} contradicts model_runner="
                 f"{cell.model_runner}", field="env", accepted=[f"{RUNNER_ENV}={runner}"])
         env[RUNNER_ENV] = runner
-    if profiles_steps(cell):
+    if profiles:
         env[PROFILE_ENV] = "1"
     return env
 

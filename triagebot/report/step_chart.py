@@ -28,11 +28,13 @@ def step_chart(title: str, splits: Sequence[CellSplit]) -> str:
     shown = [s for s in splits if s.step_s]
     top = max((s.step_s or 0.0) for s in shown) if shown else 0.0
     words = max((len(p.words) for s in shown for p in s.parts), default=4)
-    lines = [f"{title} · ms per step"]
+    lines = [f"{title} · ms per step" + (f" · {shown[0].profiler}" if shown else "")]
     for s in shown:
         step = s.step_s or 0.0
-        lines.append(f"{s.cell_label} ({s.steps} steps, {s.profiler})")
+        lines.append(f"{s.cell_label} ({s.steps} steps)")
         for p in s.parts:
+            if p.seconds == 0.0 and not s.speculates:
+                continue  # no drafter and no rejection sampler without speculation
             if p.seconds is None:
                 lines.append(f"  {p.words:<{words}}  {'':<{WIDTH}}  not measured")
                 continue
