@@ -152,3 +152,16 @@ def test_the_report_draws_a_chart_per_mode_and_names_the_largest_part() -> None:
 def test_a_bar_is_drawn_in_eighths_of_a_character(value: float, top: float,
                                                   drawn: str) -> None:
     assert bar(value, top) == drawn
+
+
+def test_a_mode_with_no_step_split_draws_no_chart_and_says_why_once() -> None:
+    plan = cpu_plan()
+    why = "no engine step ran in this process"
+    unsplit = StepProfile(profiler="torch.profiler (CPU)", device="cpu", steps=0, notes=[why])
+    results = {c.cell_id: [result(c, unsplit if c.varies["graph"] == "graph"
+                                  else standard_profile(c))] for c in plan.cells}
+    text = render_report(plan, analyze(plan, results, request=seed_request()))
+    section = text.split("### Where a step's time goes", 1)[1].split("\n### ", 1)[0]
+    assert section.count("```text") == 1 and "under graph" not in section
+    assert section.count(why) == 1
+    assert f"- spec + graph: the step was not split ({why})" in section

@@ -269,8 +269,11 @@ def _step_split_views(findings: Findings) -> list[dict[str, Any]]:
         title = "all cells" if f.context == "all cells" else f"under {f.context}"
         lines = [_t(s, 600) for s in f.sentences]
         lines += [_t(c.cudagraphs.sentence, 800) for c in shown if c.cudagraphs is not None]
-        lines += [_t(f"{c.cell_label}: {n}", 400) for c in shown for n in c.notes]
-        views.append({"chart": Md(md.fence(step_chart(title, shown), "text")),
+        # A cell with no step split says why in its sentence; one split in part, here.
+        lines += [_t(f"{c.cell_label}: {n}", 400) for c in shown if c.step_s is not None
+                  for n in c.notes]
+        chart = step_chart(title, shown) if any(c.step_s for c in shown) else ""
+        views.append({"chart": Md(md.fence(chart, "text")) if chart else Md(""),
                       "lines": lines})
     return views
 
