@@ -104,7 +104,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("parse", "engines", "commands", "repo_config", "github"),  # readers of what comes in
     ("overrides",),                                             # key=value options
     ("model", "frozen", "errors", "settings", "templating",     # contracts everyone shares,
-     "progress"),                                               # and the progress events
+     "progress", "step_profile", "run_result"),                 # progress events, results
 )
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from triagebot.analyze.signatures import match_log
+from triagebot.analyze.step_split import step_splits
 from triagebot.engines import standins as recipes
 from triagebot.model import Cell, Plan, RunResult
 from triagebot.overrides import parse_overrides
@@ -193,6 +194,31 @@ def test_synthetic_acceptance_pins_the_engines_counters_to_the_set_rates(
         n = spec.num_drafts
         half = 4.0 * (rate * (1 - rate) / n) ** 0.5  # a 4-sigma binomial interval
         assert abs(got / n - rate) <= half, (per_pos, n, rates)
+
+
+def test_each_offline_cell_splits_one_profiled_step_outside_its_runs(offline) -> None:
+    # Every cell of this plan sits on the spec axis, so each script profiled one batch
+    # after its warm-ups (TRIAGEBOT_PROFILE_STEPS=1) and measured its two runs apart.
+    plan = _plan("spec=none,ngram:3,draft_model:3", "draft=target", "modes=eager",
+                 "warmups=1")
+    results = {}
+    for outcome, result in offline.values():
+        prof = result.step_profile
+        assert prof is not None, outcome.log_tail[-3000:]
+        assert prof.profiler == "torch.profiler (CPU)" and prof.device == "cpu"
+        assert prof.notes == [] and prof.steps > 0 and prof.step_s is not None
+        assert prof.target_s is not None and prof.target_s > 0
+        # The parts lie inside the step, with host work between them: they sum to less.
+        assert prof.host_s is not None and prof.host_s > 0
+        assert len(result.runs) == 2
+        results[result.cell_id] = [result]
+    nospec, ngram, draft = (offline[m][1].step_profile for m in ("none", "ngram", "draft_model"))
+    assert nospec is not None and nospec.drafter_s == 0.0 and nospec.rejection_s == 0.0
+    for prof in (ngram, draft):
+        assert prof is not None and prof.drafter_s and prof.rejection_s
+    [finding] = step_splits(plan, results)
+    assert finding.baseline is not None and len(finding.cells) == 2
+    assert all("the no-spec step (" in sentence for sentence in finding.sentences)
 
 
 def test_prompt_lookup_finds_matches_that_do_not_always_hold(offline) -> None:

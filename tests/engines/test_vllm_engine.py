@@ -280,6 +280,24 @@ def test_env_names_checked_per_release() -> None:
         V.engine_env(make_cell(model_runner="v2", env={V.RUNNER_ENV: "0"}))
 
 
+def test_offline_cells_of_the_spec_axis_profile_one_batch() -> None:
+    profiled = [make_cell(spec=spec("eagle3", 3, draft_model="org/eagle3-head")),
+                make_cell(varies={"spec": "no_spec", "graph": "eager"})]
+    for cell in profiled:
+        assert V.engine_env(cell) == {V.PROFILE_ENV: "1"}
+        assert V.engine_env(planned(cell)) == {V.PROFILE_ENV: "1"}  # idempotent
+    # Nothing speculates beside it, or the script is not the offline one.
+    for cell in (make_cell(varies={"graph": "eager"}),
+                 make_cell("serve", spec=spec("ngram", 3))):
+        assert V.engine_env(cell) == {}
+    # Only the plan sets it.
+    for cell in (make_cell(env={V.PROFILE_ENV: "1"}),
+                 make_cell(spec=spec("ngram", 3), env={V.PROFILE_ENV: "0"})):
+        with pytest.raises(PlanRejected) as err:
+            V.engine_env(cell)
+        assert err.value.field == f"env.{V.PROFILE_ENV}"
+
+
 # --- argv ----------------------------------------------------------------------------------
 
 
@@ -451,6 +469,24 @@ def test_offline_script_against_fake_vllm(tmp_path: Path, api: str) -> None:
     assert result["warmups"] == 2 and result["outputs_digest"]
     assert result["engine_version"] == "0.33.0"
     assert result["env"]["engine_commit"] == "0123abc45"
+
+
+def test_a_release_without_the_profiled_methods_still_runs_and_says_so(tmp_path: Path) -> None:
+    # The fake vLLM has no model runner or rejection sampler: nothing can be profiled,
+    # no extra batch runs, and the runs are measured as ever.
+    cell = planned(make_cell(spec=spec("ngram", 3)))
+    assert cell.env == {V.PROFILE_ENV: "1"}
+    result, events = run_script(render(cell, Budget(warmups=1, runs=2)), tmp_path, runs=2,
+                                extra_env=cell.env)
+    assert result["status"] == "ok", result.get("error")
+    assert len([e for e in events if e["event"] == "batch"]) == 1 + 2
+    profile = result["step_profile"]
+    assert profile["steps"] == 0 and profile.get("step_s") is None
+    assert profile["notes"][0] == "the step was not profiled"
+    assert any(n.startswith("execute_model not measured: this release has no vllm.v1.worker."
+                            "gpu_model_runner.GPUModelRunner.execute_model")
+               for n in profile["notes"])
+    assert any(n.startswith("rejection not measured") for n in profile["notes"])
 
 
 def test_an_offline_run_repeats_its_batch_until_it_has_lasted_min_run_s(tmp_path: Path) -> None:

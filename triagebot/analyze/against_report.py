@@ -21,16 +21,18 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from triagebot.analyze.findings_models import (
+from triagebot.analyze.against_report_models import (
     AcceptanceCheck,
     AgainstReport,
-    CellFinding,
-    ComparisonFinding,
     EnvDiff,
     EnvField,
     LabelMatch,
-    NoiseBand,
     ReportedRatio,
+)
+from triagebot.analyze.findings_models import (
+    CellFinding,
+    ComparisonFinding,
+    NoiseBand,
 )
 from triagebot.model import Cell, Plan, ReproRequest, RunEnv
 from triagebot.plan.synthetic import is_pinned

@@ -77,6 +77,7 @@ from triagebot.analyze.findings_outcome import (
 from triagebot.analyze.graphs import graph_checks, graph_hints
 from triagebot.analyze.mtp_status import mtp_notes
 from triagebot.analyze.signatures import Signature
+from triagebot.analyze.step_split import step_splits
 from triagebot.analyze.synthetic import explain
 from triagebot.model import Plan, ReproRequest, RunEnv, RunResult
 
@@ -189,6 +190,7 @@ def analyze(
         pinned=explain(plan, comparisons, cells),
         runner_env=runner.model_dump() if runner else {},
         graphs=graphs,
+        step_splits=step_splits(plan, results, logs),
         margin=margin,
         negligible=negligible,
         decided_by=decision_signal(request, outcome, comparisons, claims, plan),

@@ -77,7 +77,8 @@ def main_names(plan: Plan) -> set[str]:
     return {c.name for c in ratios if c.name.split(" @ ")[0] == prefix}
 
 
-def _context(cell: Cell) -> tuple[tuple[str, str], ...]:
+def cell_context(cell: Cell) -> tuple[tuple[str, str], ...]:
+    """What sets a cell apart from its siblings other than speculation: its mode."""
     return tuple(sorted((k, v) for k, v in cell.varies.items() if k != "spec"))
 
 
@@ -86,7 +87,7 @@ def _spec_pair(plan: Plan, comp: Comparison) -> tuple[Cell, Cell] | None:
     if len(comp.numerator) != 1 or len(comp.denominator) != 1:
         return None
     num, den = plan.cell(comp.numerator[0]), plan.cell(comp.denominator[0])
-    if num.spec is None or den.spec is not None or _context(num) != _context(den):
+    if num.spec is None or den.spec is not None or cell_context(num) != cell_context(den):
         return None
     return num, den
 
@@ -209,7 +210,7 @@ def step_fit_findings(plan: Plan, cells: Mapping[str, CellFinding]) -> list[Step
     groups: dict[tuple[Any, ...], list[Cell]] = {}
     for cell in plan.cells:
         if cell.spec is not None and cell.replica == 0 and not is_pinned(cell):
-            groups.setdefault((_context(cell), cell.spec.method), []).append(cell)
+            groups.setdefault((cell_context(cell), cell.spec.method), []).append(cell)
     out: list[StepFitFinding] = []
     for (context, method), members in groups.items():
         if len({c.spec.num_speculative_tokens for c in members if c.spec}) < 2:
@@ -222,14 +223,14 @@ def step_fit_findings(plan: Plan, cells: Mapping[str, CellFinding]) -> list[Step
                 points.append((c.spec.num_speculative_tokens,
                                step_seconds(length, found.throughput.median)))
         base = next((cells[c.cell_id].throughput.median for c in plan.cells
-                     if c.spec is None and c.replica == 0 and _context(c) == context), None)
+                     if c.spec is None and c.replica == 0 and cell_context(c) == context), None)
         fit = fit_step_cost(points, 1.0 / base if base else None)
-        out.append(StepFitFinding(context=_context_text(context), method=method,
+        out.append(StepFitFinding(context=context_text(context), method=method,
                                   cells=[c.cell_id for c in members], fit=fit))
     return out
 
 
-def _context_text(context: Sequence[tuple[str, str]]) -> str:
+def context_text(context: Sequence[tuple[str, str]]) -> str:
     return " ".join(v for _, v in context) or "all cells"
 
 
@@ -239,7 +240,7 @@ def divergence_findings(plan: Plan, cells: Mapping[str, CellFinding]) -> list[Di
         # A pinned arm keeps drafts the target would not have chosen: its tokens differ
         # by design.
         if not is_pinned(cell):
-            groups.setdefault(_context(cell), []).append(cell)
+            groups.setdefault(cell_context(cell), []).append(cell)
     out: list[DivergenceFinding] = []
     for context, members in groups.items():
         if not any(c.spec for c in members) or not any(c.spec is None for c in members):
@@ -249,6 +250,6 @@ def divergence_findings(plan: Plan, cells: Mapping[str, CellFinding]) -> list[Di
         digests = {c.label: cells[c.cell_id].outputs_digest for c in members
                    if cells[c.cell_id].status == "ok"}
         res = detect_divergence(digests, lossless=lossless)
-        out.append(DivergenceFinding(context=_context_text(context),
+        out.append(DivergenceFinding(context=context_text(context),
                                      cells=[c.cell_id for c in members], result=res))
     return out

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from triagebot.analyze.against_report_models import AgainstReport
 from triagebot.analyze.findings_cells import FAILED_STATUSES
 from triagebot.analyze.findings_compare import random_drafter
 from triagebot.analyze.findings_models import (
-    AgainstReport,
     CellFinding,
     CollapseFlag,
     ComparisonFinding,

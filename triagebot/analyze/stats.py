@@ -23,8 +23,9 @@ from typing import Final
 import numpy as np
 
 from triagebot.analyze.arrays import FloatArray, Samples
-from triagebot.analyze.findings_models import CellSummary, Interaction, NoiseBand, Verdict
+from triagebot.analyze.findings_models import CellSummary, Interaction, NoiseBand
 from triagebot.analyze.verdict import DEFAULT_ALPHA, margin_band
+from triagebot.analyze.verdict_words import Verdict
 from triagebot.model import RunResult
 
 CI_LEVEL: Final = 0.95

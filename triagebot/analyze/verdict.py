@@ -73,7 +73,6 @@ from triagebot.analyze.findings_models import (
     Decision,
     DriftCheck,
     NoiseBand,
-    Verdict,
 )
 from triagebot.analyze.looks import DEFAULT_ALPHA as DEFAULT_ALPHA
 from triagebot.analyze.looks import DEFAULT_MARGIN as DEFAULT_MARGIN
@@ -90,6 +89,7 @@ from triagebot.analyze.looks import (
     look_schedule,
     next_look,
 )
+from triagebot.analyze.verdict_words import Verdict
 
 TREND_ALPHA: Final = 0.01
 METHOD: Final = ("information-based group-sequential t on log throughput, rounds as blocks "

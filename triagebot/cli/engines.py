@@ -61,9 +61,9 @@ def vllm_keys(
             ("encoder graph keys", cat.encoder_cudagraph_keys(release)),
             ("bench mm-processor", ["yes" if cat.has_mm_processor_bench(release) else "no"])):
         out.print(f"[cyan]{label}:[/cyan] " + (", ".join(values) or "—"))
-    from triagebot.engines import vllm, vllm_cpu
+    from triagebot.engines import vllm_cpu
 
-    why_not = vllm.synthetic_support(release)
+    why_not = cat.synthetic_support(release)
     out.print("[cyan]synthetic acceptance:[/cyan] " + (
         "yes" if why_not is None else f"no ({why_not})"))
     if why_not is None:

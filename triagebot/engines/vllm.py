@@ -54,6 +54,9 @@ _NEEDS_DRAFT = {"eagle", "eagle3", "draft_model", "dflash", "medusa"}
 _STORE_TRUE_FLAGS = {"disable_log_stats"}
 
 RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+# Tells an offline script to profile one batch's step outside its runs
+# (`repro_templates/vllm/step_profile.py.j2`); only the plan sets it.
+PROFILE_ENV = "TRIAGEBOT_PROFILE_STEPS"
 
 # Environment variables a cell may set besides the release's own VLLM_* names: CUDA
 # device selection and debugging, NCCL and torch / inductor knobs. Anything else (loader
@@ -215,20 +218,6 @@ def speculative_config(cell: Cell, version: str) -> dict[str, Any] | None:
         raise _rejected(exc) from None
 
 
-def synthetic_support(version: str) -> str | None:
-    """Why vLLM `version` cannot pin acceptance (rejection_sample_method="synthetic" with
-    per-position synthetic_acceptance_rates), or None when it can."""
-    try:
-        info = cat.release_info(version)
-    except cat.ConfigRejected as exc:
-        return str(exc)
-    if ("synthetic_acceptance_rates" not in info.spec_config_keys
-            or "synthetic" not in info.spec_literals.get("rejection_sample_method", [])):
-        return (f"vLLM {version} has no synthetic acceptance mode (speculative_config "
-                "rejection_sample_method='synthetic' with synthetic_acceptance_rates)")
-    return None
-
-
 def _model_type(model: str) -> str | None:
     name = model.lower()
     for pattern, model_type in _MODEL_TYPE_BY_ID:
@@ -316,8 +305,10 @@ def _dotted(version: tuple[int, ...]) -> str:
 def engine_env(cell: Cell) -> dict[str, str]:
     version = _version(cell)
     env = dict(cell.env)
-    for name in env:
-        _check_env_name(name, version)
+    profiles = profiles_steps(cell)
+    for name, value in env.items():
+        if not (name == PROFILE_ENV and value == "1" and profiles):  # set by the plan
+            _check_env_name(name, version)
     runner = _runner_value(cell, version)
     if runner is not None:
         if env.get(RUNNER_ENV, runner) != runner:
@@ -325,7 +316,15 @@ def engine_env(cell: Cell) -> dict[str, str]:
                 f"env {RUNNER_ENV}={env[RUNNER_ENV]} contradicts model_runner="
                 f"{cell.model_runner}", field="env", accepted=[f"{RUNNER_ENV}={runner}"])
         env[RUNNER_ENV] = runner
+    if profiles:
+        env[PROFILE_ENV] = "1"
     return env
+
+
+def profiles_steps(cell: Cell) -> bool:
+    """An offline cell that speculates, or the no-spec arm of a spec axis (the step it is
+    compared with): its script splits one profiled batch's step into its parts."""
+    return cell.workload.kind == "offline" and (cell.spec is not None or "spec" in cell.varies)
 
 
 def _runner_value(cell: Cell, version: str) -> str | None:

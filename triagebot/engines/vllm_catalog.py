@@ -257,3 +257,17 @@ def has_env_var(name: str, version: str) -> bool:
 
 def has_mm_processor_bench(version: str) -> bool:
     return release_info(version).has_mm_processor_bench
+
+
+def synthetic_support(version: str) -> str | None:
+    """Why vLLM `version` cannot pin acceptance (rejection_sample_method="synthetic" with
+    per-position synthetic_acceptance_rates), or None when it can."""
+    try:
+        info = release_info(version)
+    except (ConfigRejected, UnknownRelease) as exc:
+        return str(exc)
+    if ("synthetic_acceptance_rates" not in info.spec_config_keys
+            or "synthetic" not in info.spec_literals.get("rejection_sample_method", [])):
+        return (f"vLLM {version} has no synthetic acceptance mode (speculative_config "
+                "rejection_sample_method='synthetic' with synthetic_acceptance_rates)")
+    return None

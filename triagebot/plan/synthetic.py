@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.engines import vllm as vllm_engine
+from triagebot.engines import vllm_catalog
 from triagebot.errors import PlanRejected
 from triagebot.model import Cell, Comparison, Plan, SpecParams
 from triagebot.plan.cells import cell_id
@@ -111,7 +112,7 @@ def why_not(plan: Plan) -> str | None:
     """Why this plan's engine release cannot pin acceptance, or None when it can."""
     if plan.engine != "vllm":
         return f"{plan.engine} has no synthetic acceptance mode"
-    return vllm_engine.synthetic_support(plan.engine_version or "")
+    return vllm_catalog.synthetic_support(plan.engine_version or "")
 
 
 def add_arms(plan: Plan, requests: Sequence[ArmRequest], pins: Sequence[Pin]) -> Plan:

@@ -20,11 +20,13 @@ from typing import Any
 
 import jinja2
 
-from triagebot.analyze.findings_models import Findings, Hint, LabelMatch
+from triagebot.analyze.against_report_models import LabelMatch
+from triagebot.analyze.findings_models import Findings, Hint
 from triagebot.analyze.looks import DESIGN_EFFECT, DESIGN_POWER
 from triagebot.model import Plan
 from triagebot.render import RenderedScript
 from triagebot.report import markdown as md
+from triagebot.report.step_chart import step_chart
 from triagebot.templating import strict_environment
 
 __all__ = ["MAX_CHARS", "Md", "render_report"]
@@ -282,6 +284,23 @@ def _encoder_lines(findings: Findings) -> list[Md]:
     return out
 
 
+def _step_split_views(findings: Findings) -> list[dict[str, Any]]:
+    """Per mode: its chart (spec cells, then the no-spec step) and what it says."""
+    views = []
+    for f in findings.step_splits:
+        shown = [*f.cells, *([f.baseline] if f.baseline is not None else [])]
+        title = "all cells" if f.context == "all cells" else f"under {f.context}"
+        lines = [_t(s, 600) for s in f.sentences]
+        lines += [_t(c.cudagraphs.sentence, 800) for c in shown if c.cudagraphs is not None]
+        # A cell with no step split says why in its sentence; one split in part, here.
+        lines += [_t(f"{c.cell_label}: {n}", 400) for c in shown if c.step_s is not None
+                  for n in c.notes]
+        chart = step_chart(title, shown) if any(c.step_s for c in shown) else ""
+        views.append({"chart": Md(md.fence(chart, "text")) if chart else Md(""),
+                      "lines": lines})
+    return views
+
+
 def _graph_lines(findings: Findings) -> list[Md]:
     """Whether each cell of the graph axis ran CUDA graphs as labelled (GPU runners)."""
     return [Md(("**not as labelled** · " if g.flagged else "") + _t(g.sentence, 800))
@@ -382,6 +401,7 @@ def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], com
         "needs_more": more,
         "chart": _chart(findings),
         "graphs": _graph_lines(findings),
+        "step_splits": _step_split_views(findings),
         "encoder": _encoder_lines(findings),
         "spec": _spec_lines(findings),
         "why": _why_view(findings),

@@ -8,10 +8,10 @@ of `llm.get_metrics()` taken around each measured run, so warm-up drafts are not
 
 Run it by itself:  TRIAGEBOT_RESULT=result.json python3 this_file.py
 """
-# cell: no_spec + graph
-# plan 99416860f061, vLLM 0.17.1, workload offline
+# cell: no_spec + eager
+# plan 988b81c116aa, vLLM 0.17.1, workload offline
 # --- triagebot runtime: environment, digest, result file (the same in every script) ---
-CELL_ID = 'c91288e5af7'
+CELL_ID = 'cdc7a3e23b4'
 ENGINE = 'vllm'
 WARMUPS = 1
 RUNS = int(os.environ.get("TRIAGEBOT_RUNS", 5))
@@ -20,14 +20,14 @@ SCHEMA_VERSION = 1
 # --- end of triagebot runtime ---
 
 # The cell's environment goes in before vLLM is imported: vLLM reads it at import time.
-CELL_ENV = {'VLLM_LOGGING_LEVEL': 'DEBUG', 'VLLM_LOG_STATS_INTERVAL': '5'}
+CELL_ENV = {'VLLM_LOGGING_LEVEL': 'DEBUG', 'VLLM_LOG_STATS_INTERVAL': '5', 'TRIAGEBOT_PROFILE_STEPS': '1'}
 os.environ.update(CELL_ENV)
 
 # LLM(**LLM_ARGS), written for vLLM 0.17.1.
 LLM_ARGS = {
     'model': 'zai-org/GLM-OCR',
     'tensor_parallel_size': 1,
-    'enforce_eager': False,
+    'enforce_eager': True,
     'seed': 0,
     'disable_log_stats': False,
     'limit_mm_per_prompt': {'image': 1},
@@ -46,6 +46,9 @@ INPUT_LEN = 128
 IMAGES_PER_PROMPT = 1
 VIDEOS_PER_PROMPT = 0
 HAS_SPEC = False
+# Acceptance pinned by the engine's synthetic rejection mode: a step-cost measurement,
+# whose tokens follow the drafter, not the target.
+SYNTHETIC = False
 
 # Fixed prompts, cycled to NUM_PROMPTS. Each request gets its own number up front, so no
 # two prompts share a cached prefix; the notes after the question pad it to INPUT_LEN.
@@ -230,6 +233,133 @@ def vllm_commit():
     return commit[1:] if commit.startswith("g") else commit
 
 
+# --- step profile: where a decoding step's time goes (TRIAGEBOT_PROFILE_STEPS=1) ---
+# One extra batch after the warm-ups runs under torch.profiler, with named ranges put
+# around the model runner's methods at class level: the step (execute_model, then
+# sample_tokens), the target's forward, the drafter and the rejection sampler. The
+# ranges cost nothing outside that batch, which is never one of the measured runs.
+# They reach the engine only where it runs in this process (the cpu runner sets
+# VLLM_ENABLE_V1_MULTIPROCESSING=0); elsewhere the profile says it saw no step.
+PROFILE_STEPS = os.environ.get("TRIAGEBOT_PROFILE_STEPS") == "1"
+# (range, module, class, method): names read from vLLM 0.25.1's and 0.32.0's sources.
+STEP_RANGES = (
+    ("execute_model", "vllm.v1.worker.gpu_model_runner", "GPUModelRunner", "execute_model"),
+    ("sample_tokens", "vllm.v1.worker.gpu_model_runner", "GPUModelRunner", "sample_tokens"),
+    ("target", "vllm.v1.worker.gpu_model_runner", "GPUModelRunner", "_model_forward"),
+    ("drafter", "vllm.v1.worker.gpu_model_runner", "GPUModelRunner",
+     "propose_draft_token_ids"),
+    ("rejection", "vllm.v1.sample.rejection_sampler", "RejectionSampler", "forward"),
+)
+STEP_PARTS = ("drafter", "target", "rejection")
+_STEP_PROFILING = [False]
+_STEP_WRAPPED = set()
+_STEP_NOTES = []
+
+
+def _ranged(label, fn):
+    import functools
+
+    import torch
+    from torch.profiler import record_function
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if not _STEP_PROFILING[0]:
+            return fn(*args, **kwargs)
+        # On a GPU the work a range launched is waited for inside it, and work launched
+        # before it outside it, so a range holds its own device time.
+        sync = torch.cuda.is_available()
+        if sync:
+            torch.cuda.synchronize()
+        with record_function("triagebot:" + label):
+            out = fn(*args, **kwargs)
+            if sync:
+                torch.cuda.synchronize()
+        return out
+
+    return wrapper
+
+
+def install_step_ranges():
+    """Wrap each method of STEP_RANGES this release has; a missing one is noted."""
+    import importlib
+
+    for label, module, cls, method in STEP_RANGES:
+        try:
+            owner = getattr(importlib.import_module(module), cls)
+            wrapped = _ranged(label, getattr(owner, method))
+        except Exception as exc:  # noqa: BLE001 - any release may lack any of these
+            _STEP_NOTES.append(f"{label} not measured: this release has no "
+                               f"{module}.{cls}.{method} ({type(exc).__name__})")
+            continue
+        setattr(owner, method, wrapped)
+        _STEP_WRAPPED.add(label)
+
+
+def profile_steps(llm, requests, params):
+    """One batch under torch.profiler: per-step means of each range (a StepProfile)."""
+    if "execute_model" not in _STEP_WRAPPED:
+        return {"profiler": "torch.profiler", "device": "unknown", "steps": 0,
+                "notes": ["the step was not profiled"] + _STEP_NOTES}
+    import torch
+
+    cuda = torch.cuda.is_available()
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    doc = {"profiler": "torch.profiler (CPU" + (", CUDA)" if cuda else ")"),
+           "device": "cuda" if cuda else "cpu", "steps": 0, "notes": list(_STEP_NOTES)}
+    _STEP_PROFILING[0] = True
+    try:
+        with torch.profiler.profile(activities=activities) as prof:
+            run_batch(llm, requests, params)
+    finally:
+        _STEP_PROFILING[0] = False
+    totals, counts = {}, {}
+    for name, seconds in _host_ranges(prof):
+        if name.startswith("triagebot:"):
+            label = name.split(":", 1)[1]
+            totals[label] = totals.get(label, 0.0) + seconds
+            counts[label] = counts.get(label, 0) + 1
+    steps = counts.get("target") or counts.get("execute_model", 0)
+    if not steps:
+        doc["notes"].append("no engine step ran in this process (the engine runs in "
+                            "processes of its own), so the step was not profiled")
+        return doc
+    step = (totals.get("execute_model", 0.0) + totals.get("sample_tokens", 0.0)) / steps
+    doc.update(steps=steps, step_s=step)
+    for label in STEP_PARTS:
+        if label in _STEP_WRAPPED:
+            doc[label + "_s"] = totals.get(label, 0.0) / steps
+    if all(label in _STEP_WRAPPED for label in STEP_PARTS):
+        doc["host_s"] = step - sum(doc[label + "_s"] for label in STEP_PARTS)
+    print("triagebot: step profile " + json.dumps(doc), flush=True)
+    return doc
+
+
+def _host_ranges(prof):
+    """(name, seconds) of every host-side event. The profiler's raw events are read
+    where this torch has them: `prof.events()` builds a tree of every operator first,
+    which took tens of seconds for a batch of a tiny model on two shared cores."""
+    try:
+        raw = prof.profiler.kineto_results.events()
+        return [(e.name(), (e.end_ns() - e.start_ns()) / 1e9) for e in raw
+                if e.device_type().name == "CPU"]
+    except Exception:  # noqa: BLE001 - an older or newer torch: its public events
+        return [(e.name, e.time_range.elapsed_us() / 1e6) for e in prof.events()
+                if getattr(getattr(e, "device_type", None), "name", "CPU") == "CPU"]
+
+
+def step_profile_or_note(llm, requests, params):
+    """The profile, or one that says why it failed: profiling never fails the cell."""
+    try:
+        return profile_steps(llm, requests, params)
+    except Exception as exc:  # noqa: BLE001 - the runs still measure without it
+        traceback.print_exc()
+        return {"profiler": "torch.profiler", "device": "unknown", "steps": 0,
+                "notes": [f"the profiled batch failed: {type(exc).__name__}: {exc}"[:300]]}
+# --- end of step profile ---
+
 # A measured run repeats its batch until it has decoded for at least this long; 0 (the
 # cpu runner's choice, `triagebot/plan/cpu.py`) is one batch. The run is sized by the
 # clock as it goes, not by a batch count fixed from the warm-ups: a count fixed once per
@@ -246,6 +376,15 @@ def start():
     from vllm import LLM, SamplingParams
 
     print(f"triagebot: vLLM {vllm.__version__}, {CELL_ID}: LLM({LLM_ARGS})", flush=True)
+    notes = []
+    if SYNTHETIC:
+        if install_cpu_synthetic():
+            notes.append(f"synthetic acceptance through {SYNTHETIC_STAND_IN}")
+        else:
+            notes.append("synthetic acceptance through the engine's own rejection kernels")
+        print(f"triagebot: {notes[-1]}", flush=True)
+    if PROFILE_STEPS:
+        install_step_ranges()
     llm = LLM(**LLM_ARGS)
     params = SamplingParams(**SAMPLING)
     requests = build_requests(llm)
@@ -253,7 +392,11 @@ def start():
         _, _, batches, seconds = decode_for(llm, requests, params, WARMUP_S)
         print(f"triagebot: warm-up {i + 1}/{WARMUPS}: {batches} batch(es) in {seconds:.2f} s",
               flush=True)
-    return {"llm": llm, "params": params, "requests": requests, "version": vllm.__version__}
+    # After the warm-ups and before any measured run: its drafts fall outside every
+    # run's counter deltas, and its time outside every run.
+    profile = step_profile_or_note(llm, requests, params) if PROFILE_STEPS else None
+    return {"llm": llm, "params": params, "requests": requests, "version": vllm.__version__,
+            "notes": notes, "step_profile": profile}
 
 
 def decode_for(llm, requests, params, min_s):
@@ -296,6 +439,8 @@ def measure_runs(state, count):
         "runs": runs,
         "spec": spec,
         "outputs_digest": digest_token_ids(o.outputs[0].token_ids for o in outputs),
+        "notes": state["notes"],
+        "step_profile": state["step_profile"],
     }
 
 
