@@ -97,3 +97,22 @@ def test_a_release_without_the_mode_is_refused_with_its_reason() -> None:
         add_arms(plan, _requests(plan), [full_pin(1)])
     assert why_not(plan.model_copy(update={"engine": "vllm-mlx"})) == (
         "vllm-mlx has no synthetic acceptance mode")
+
+
+def test_a_spec_cell_without_a_no_spec_partner_gets_one() -> None:
+    full = _plan()
+    spec_only = [c.cell_id for c in full.cells if c.spec is not None]
+    plan = full.model_copy(update={"cells": [full.cell(cid) for cid in spec_only],
+                                   "comparisons": []})
+    spec = next(c for c in plan.cells if c.spec and not c.replica and c.varies["graph"] == "graph")
+    grown = add_arms(plan, [ArmRequest(spec_cell=spec.cell_id, mode="graph")], [full_pin(1)])
+    added = [c for c in grown.cells if c not in plan.cells]
+    base = next(c for c in added if c.spec is None)
+    assert "speculative_config" not in base.engine_args and base.label == "no_spec + graph"
+    assert base.enforce_eager == spec.enforce_eager and base.model == spec.model
+    by_name = {c.name: c for c in grown.comparisons}
+    assert by_name["added spec/no_spec @ graph"].numerator == [spec.cell_id]
+    assert by_name["added spec/no_spec @ graph"].denominator == [base.cell_id]
+    assert by_name["pinned full/no_spec @ graph"].denominator == [base.cell_id]
+    # It is the cell a plan with a spec axis would have had: the same id.
+    assert base.cell_id in {c.cell_id for c in full.cells}

@@ -68,29 +68,30 @@ def called_for(plan: Plan, comparisons: Sequence[ComparisonFinding],
     mode), or None when the verdicts do not call for them (or the plan has them)."""
     if any(is_pinned(c) for c in plan.cells):
         return None
-    pairs = spec_pairs(plan, comparisons)
-    if not pairs:
+    spec_cells = [c for c in plan.cells if c.spec and not c.replica and not is_pinned(c)]
+    if not spec_cells:
         return None
+    pairs = spec_pairs(plan, comparisons)
     slower = [f.name for f, _, _ in pairs
               if f.result.verdict == "DIFFERENT" and (f.result.ratio or 1.0) < 1.0]
-    reported = request.reported_metrics if request is not None else None
-    differs = _acceptance_differs(pairs, cells, request)
+    differs = _acceptance_differs(spec_cells, cells, request)
     if not slower and differs is None:
         return None
     why = why_not(plan)
     if why is not None:
         return why
-    k = max(spec.spec.num_speculative_tokens for _, spec, _ in pairs if spec.spec)
+    k = max(c.spec.num_speculative_tokens for c in spec_cells if c.spec)
     pins = [full_pin(k)]
+    reported = request.reported_metrics if request is not None else None
     if reported is not None:
         pin = reported_pin(k, length=reported.acceptance_length, rate=reported.acceptance_rate)
         if pin is not None:
             pins.append(pin)
     reason = (f"{', '.join(slower)} {'is' if len(slower) == 1 else 'are'} DIFFERENT below 1"
               if slower else differs or "")
-    requests = [ArmRequest(spec_cell=spec.cell_id, base_cell=base.cell_id,
-                           mode=_mode(spec) or "the plan's mode")
-                for _, spec, base in pairs]
+    partner = {spec.cell_id: base.cell_id for _, spec, base in pairs}
+    requests = [ArmRequest(spec_cell=c.cell_id, base_cell=partner.get(c.cell_id),
+                           mode=_mode(c) or "the plan's mode") for c in spec_cells]
     return PinnedCall(reason=reason, requests=requests, pins=pins)
 
 
@@ -114,15 +115,14 @@ def _mode(cell: Cell) -> str:
     return " ".join(v for k, v in cell.varies.items() if k != "spec")
 
 
-def _acceptance_differs(pairs: Sequence[tuple[ComparisonFinding, Cell, Cell]],
-                        cells: Mapping[str, CellFinding],
+def _acceptance_differs(spec_cells: Sequence[Cell], cells: Mapping[str, CellFinding],
                         request: ReproRequest | None) -> str | None:
     """A sentence when a spec cell's acceptance length here is off the reporter's by more
     than the counters' own sampling spread allows."""
     if request is None or request.reported_metrics.acceptance_length is None:
         return None
     theirs = request.reported_metrics.acceptance_length
-    for _, spec, _ in pairs:
+    for spec in spec_cells:
         acc = cells[spec.cell_id].acceptance
         if acc is None or acc.mean_acceptance_length is None or acc.num_drafts <= 0:
             continue
@@ -145,9 +145,18 @@ def explain(plan: Plan, comparisons: Sequence[ComparisonFinding],
     for finding, spec, base in spec_pairs(plan, comparisons):
         mode = _mode(spec)
         pinned = {_pin_name(c.name): c for c in comparisons
-                  if c.name.startswith(PREFIX) and c.denominator == [base.cell_id]}
+                  if c.name.startswith(PREFIX) and c.denominator == [base.cell_id]
+                  and _pins(plan.cell(c.numerator[0]), spec)}
         out.append(_mode_finding(plan, finding, spec, cells, mode, pinned))
     return out
+
+
+def _pins(pinned: Cell, spec: Cell) -> bool:
+    """Whether `pinned` is a pinned copy of `spec`'s drafter."""
+    a, b = pinned.spec, spec.spec
+    return (a is not None and b is not None and a.method == b.method
+            and a.num_speculative_tokens == b.num_speculative_tokens
+            and a.draft_model == b.draft_model)
 
 
 def _pin_name(name: str) -> str:

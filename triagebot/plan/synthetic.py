@@ -26,8 +26,9 @@ from triagebot.model import Cell, Comparison, Plan, SpecParams
 from triagebot.plan.cells import cell_id
 
 PinName = Literal["full", "reported"]
-# The comparison names start with this, so the analysis and the report find the arms.
+# The comparison names start with these, so the analysis and the report find the arms.
 PREFIX = "pinned "
+ADDED = "added "
 
 
 class Pin(BaseModel):
@@ -46,12 +47,13 @@ class Pin(BaseModel):
 
 
 class ArmRequest(BaseModel):
-    """A measured spec cell to pin, and the no-spec cell of the same mode it is set against."""
+    """A measured spec cell to pin, and the no-spec cell of the same mode it is set against
+    (None: the plan has none, and one is added beside the arms)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     spec_cell: str
-    base_cell: str
+    base_cell: str | None = None
     mode: str = Field(description="what the two cells share, e.g. 'eager'")
 
 
@@ -117,27 +119,68 @@ def why_not(plan: Plan) -> str | None:
 
 def add_arms(plan: Plan, requests: Sequence[ArmRequest], pins: Sequence[Pin]) -> Plan:
     """`plan` with one pinned copy of each requested spec cell per pin, and a comparison
-    of each against its no-spec cell. Raises PlanRejected when the release cannot."""
+    of each against its no-spec cell. A request without a no-spec cell gets one (the spec
+    cell without speculation) and a comparison of the spec cell against it, so that the
+    measured arm is set against the same baseline. Raises PlanRejected when the release
+    cannot pin acceptance."""
     why = why_not(plan)
     if why is not None:
         raise PlanRejected(why, field="spec.rejection_sample_method")
+    version = plan.engine_version or ""
     cells = list(plan.cells)
     comparisons = list(plan.comparisons)
     have = {c.cell_id for c in cells}
-    for req in requests:
-        spec_cell = plan.cell(req.spec_cell)
-        for pin in pins:
-            cell = pinned_cell(spec_cell, pin, plan.engine_version or "")
-            if cell.cell_id in have:
-                continue
+    names = {c.name for c in comparisons}
+
+    def add(cell: Cell, comparison: Comparison) -> None:
+        if cell.cell_id not in have:
             have.add(cell.cell_id)
             cells.append(cell)
-            comparisons.append(Comparison(
-                name=f"{PREFIX}{pin.name}/no_spec @ {req.mode}",
-                numerator=[cell.cell_id], denominator=[req.base_cell],
+        if comparison.name not in names:
+            names.add(comparison.name)
+            comparisons.append(comparison)
+
+    crowded = _modes_with_several(plan, requests)
+    for req in requests:
+        spec_cell = plan.cell(req.spec_cell)
+        assert spec_cell.spec is not None
+        tag = f" ({spec_cell.varies.get('spec', spec_cell.spec.method)})" \
+            if req.mode in crowded else ""
+        base_id = req.base_cell
+        if base_id is None:
+            base = baseline_cell(spec_cell)
+            base_id = base.cell_id
+            add(base, Comparison(
+                name=f"{ADDED}spec/no_spec @ {req.mode}{tag}", numerator=[spec_cell.cell_id],
+                denominator=[base_id],
+                question=f"speculation vs no speculation under {req.mode}, the no-spec arm "
+                         "added to measure what speculation costs"))
+        for pin in pins:
+            cell = pinned_cell(spec_cell, pin, version)
+            add(cell, Comparison(
+                name=f"{PREFIX}{pin.name}/no_spec @ {req.mode}{tag}",
+                numerator=[cell.cell_id], denominator=[base_id],
                 question=f"speculation at {pin.source} (acceptance length "
                          f"{pin.length:.2f}) vs no speculation under {req.mode}"))
     return plan.model_copy(update={"cells": cells, "comparisons": comparisons})
+
+
+def _modes_with_several(plan: Plan, requests: Sequence[ArmRequest]) -> set[str]:
+    seen: dict[str, int] = {}
+    for req in requests:
+        seen[req.mode] = seen.get(req.mode, 0) + 1
+    return {mode for mode, n in seen.items() if n > 1}
+
+
+def baseline_cell(cell: Cell) -> Cell:
+    """`cell` without speculation: the no-spec partner a plan of spec cells lacks."""
+    args = {k: v for k, v in cell.engine_args.items() if k != "speculative_config"}
+    mode = " + ".join(v for k_, v in cell.varies.items() if k_ != "spec")
+    base = Cell.model_validate({
+        **cell.model_dump(), "spec": None, "extra_speculative_config": {},
+        "engine_args": args, "label": "no_spec" + (f" + {mode}" if mode else ""),
+        "varies": {**cell.varies, "spec": "no_spec"}, "replica": 0})
+    return base.model_copy(update={"cell_id": cell_id(base)})
 
 
 def pinned_cell(cell: Cell, pin: Pin, version: str) -> Cell:

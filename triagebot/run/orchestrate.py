@@ -21,7 +21,7 @@ from triagebot.analyze.findings_models import Findings
 from triagebot.analyze.synthetic import called_for
 from triagebot.errors import PlanRejected
 from triagebot.model import Plan, ReproRequest, RunResult
-from triagebot.plan.synthetic import PREFIX, add_arms
+from triagebot.plan.synthetic import add_arms
 from triagebot.progress import Event, Pace
 from triagebot.render import RenderedScript, render_plan
 from triagebot.run import leftovers, standins, vllm_cpu, vllm_mlx
@@ -40,6 +40,9 @@ from triagebot.run.rounds import (
 )
 from triagebot.run.schedule import initial_schedule
 from triagebot.run.supervise import CellOutcome
+
+# The fewest runs a pinned arm starts with: two mirrored pairs of rounds on a live engine.
+MIN_PINNED_RUNS = 4
 
 __all__ = ["DEFAULT_CACHE", "Execution", "RunCancelled", "RunSettings", "SlotStore",
            "execute", "load_results"]
@@ -164,11 +167,17 @@ def _pinned_arms(s: Session) -> None:
                               f"but could not be planned: {exc}")
         return
     new = [c for c in grown.cells if c.cell_id not in s.results]
-    bases = list(dict.fromkeys(r.base_cell for r in call.requests))
-    arms = plan.model_copy(update={"cells": [*(grown.cell(b) for b in bases), *new]})
+    # Every cell a new comparison reads runs in the new rounds: the arms, their no-spec
+    # partners, and the spec cells whose partner is new.
+    used = {cid for c in grown.comparisons if c not in plan.comparisons
+            for cid in (*c.numerator, *c.denominator)}
+    arms = plan.model_copy(update={"cells": [c for c in grown.cells if c.cell_id in used]})
+    # Half the plan's runs to start with: a pinned arm is usually far from its partner,
+    # and escalation adds rounds where the verdict needs them.
+    runs = max(MIN_PINNED_RUNS, plan.budget.runs // 2)
     slots = [sl.model_copy(update={"round": sl.round + s.round_index})
-             for sl in initial_schedule(arms, rounds=live_rounds(plan.budget.runs)
-                                        if s.pool else 2)]
+             for sl in initial_schedule(arms, runs=runs,
+                                        rounds=live_rounds(runs) if s.pool else 2)]
     cost = time_left(s.pace, slots, s.pool)
     if s.elapsed() + cost > plan.budget.time_limit_s:
         s.plan = _noted(plan, f"Pinned-acceptance arms were called for ({call.reason}) but "
@@ -191,7 +200,7 @@ def _pinned_arms(s: Session) -> None:
     if s.pool is not None:
         keep = {c.cell_id for c in arms.cells}
         s.pool.close([cid for cid in s.results if cid not in keep])
-    run_rounds(s, slots, only={c.name for c in grown.comparisons if c.name.startswith(PREFIX)})
+    run_rounds(s, slots, only={c.name for c in grown.comparisons if c not in plan.comparisons})
 
 
 def _noted(plan: Plan, note: str) -> Plan:
