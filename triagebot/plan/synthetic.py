@@ -29,6 +29,8 @@ PinName = Literal["full", "reported"]
 # The comparison names start with these, so the analysis and the report find the arms.
 PREFIX = "pinned "
 ADDED = "added "
+# How the run's notes about pinned arms begin, so the report shows them with the arms.
+NOTE = "Pinned-acceptance arms"
 
 
 class Pin(BaseModel):

@@ -24,6 +24,7 @@ from triagebot.analyze.against_report_models import LabelMatch
 from triagebot.analyze.findings_models import Findings, Hint
 from triagebot.analyze.looks import DESIGN_EFFECT, DESIGN_POWER
 from triagebot.model import Plan
+from triagebot.plan.synthetic import NOTE
 from triagebot.render import RenderedScript
 from triagebot.report import markdown as md
 from triagebot.report.step_chart import step_chart
@@ -251,6 +252,7 @@ def _why_view(findings: Findings) -> dict[str, Any] | None:
     modes = findings.pinned
     if not modes:
         return None
+    notes = [_t(n, 600) for n in findings.notes if n.startswith(NOTE)]
     rows = []
     for m in modes:
         lo_hi = m.break_even_ci
@@ -262,7 +264,7 @@ def _why_view(findings: Findings) -> dict[str, Any] | None:
                 + f" at {m.reported_length:.2f}") if m.reported_length else "—"),
             Md(_num(m.break_even) + _ci(*(lo_hi or (None, None))))])
     sources = sorted({m.break_even_source for m in modes if m.break_even_source})
-    return {"sentences": [_t(m.sentence, 600) for m in modes], "rows": rows,
+    return {"sentences": [_t(m.sentence, 600) for m in modes], "rows": rows, "notes": notes,
             "sources": [_t(f"break-even acceptance length from {src}", 400)
                         for src in sources]}
 

@@ -21,7 +21,7 @@ from triagebot.analyze.findings_models import Findings
 from triagebot.analyze.synthetic import called_for
 from triagebot.errors import PlanRejected
 from triagebot.model import Plan, ReproRequest, RunResult
-from triagebot.plan.synthetic import add_arms
+from triagebot.plan.synthetic import NOTE, add_arms
 from triagebot.progress import Event, Pace
 from triagebot.render import RenderedScript, render_plan
 from triagebot.run import leftovers, standins, vllm_cpu, vllm_mlx
@@ -157,13 +157,13 @@ def _pinned_arms(s: Session) -> None:
     if call is None:
         return
     if isinstance(call, str):
-        s.plan = _noted(plan, f"Pinned-acceptance arms were called for, but {call}: the "
+        s.plan = _noted(plan, f"{NOTE} were called for, but {call}: the "
                               "step cost comes from the acceptance counters alone.")
         return
     try:
         grown = add_arms(plan, call.requests, call.pins)
     except PlanRejected as exc:
-        s.plan = _noted(plan, f"Pinned-acceptance arms were called for ({call.reason}) "
+        s.plan = _noted(plan, f"{NOTE} were called for ({call.reason}) "
                               f"but could not be planned: {exc}")
         return
     new = [c for c in grown.cells if c.cell_id not in s.results]
@@ -180,11 +180,11 @@ def _pinned_arms(s: Session) -> None:
                                         rounds=live_rounds(runs) if s.pool else 2)]
     cost = time_left(s.pace, slots, s.pool)
     if s.elapsed() + cost > plan.budget.time_limit_s:
-        s.plan = _noted(plan, f"Pinned-acceptance arms were called for ({call.reason}) but "
+        s.plan = _noted(plan, f"{NOTE} were called for ({call.reason}) but "
                               f"would take about {cost:.0f} s more, past the plan's time "
                               "limit: the step cost comes from the acceptance counters.")
         return
-    note = (f"Pinned-acceptance arms added after the first verdicts ({call.reason}): "
+    note = (f"{NOTE} added after the first verdicts ({call.reason}): "
             + "; ".join(f"{p.name} acceptance from {p.source}" for p in call.pins) + ".")
     s.plan = _noted(grown, note)
     for script in render_plan(s.plan, [c.cell_id for c in new])[:-1]:
