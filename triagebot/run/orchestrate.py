@@ -138,6 +138,8 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                 plan, rounds=live_rounds(plan.budget.runs) if pool else 2))
             if settings.pinned:
                 _pinned_arms(session)
+            if session.plan is not plan:  # arms added, or a note on why none were
+                (out / "plan.json").write_text(session.plan.model_dump_json(indent=2) + "\n")
             return _finish(session.plan, request, results, outcomes, env,
                            session.round_index, out, emit, started, settings)
         finally:
@@ -195,6 +197,7 @@ def _pinned_arms(s: Session) -> None:
     for c in new:
         s.results[c.cell_id] = []
         s.outcomes[c.cell_id] = []
+    # Before the arms run: a run stopped in them still reads back with their cells.
     (settings.out_dir / "plan.json").write_text(s.plan.model_dump_json(indent=2) + "\n")
     s.emit(Event(kind="provision", message=note))
     if s.pool is not None:
