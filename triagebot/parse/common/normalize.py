@@ -82,7 +82,8 @@ def version_key(version: str) -> tuple[int, ...]:
     return (*nums, pre)
 
 
-_GPU_PREFIXES = ("nvidia ", "geforce ", "amd ", "apple ", "tesla ", "radeon ")
+_GPU_PREFIXES = ("nvidia ", "geforce ", "amd ", "apple ", "tesla ", "radeon ", "huawei ",
+                 "ascend ", "ascend")
 
 
 def canonical_gpu(raw: str) -> str:

@@ -66,9 +66,12 @@ DOCS_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:docs?(?:\([^)]*\))?\s*:|\[docs?\]
 CAPTURE_RE = _rx(r"\bcaptur\w*|\breplay\w*|cuda_?graph_runner|graph\.replay")
 _GRAPH_FLAG_RE = _rx(r"`?--?(?:enforce[-_]eager|disable[-_]cuda[-_]graph|no[-_]cuda[-_]graph)"
                      r"(?:\s*=\s*\w+)?`?|`?enforce_eager\s*=\s*\w+`?")
-# "A vs B", "compared to B", "X is 3x slower than B": the thread states a comparison.
+# "A vs B", "compared to B", "X is 3x slower than B", "45ms->60ms": the thread states a
+# comparison.
 _COMPARISON_RE = _rx(r"\b(?:slower|faster|worse|better|lower|higher)\b[^.\n]{0,60}\bthan\b|"
-                     r"\bvs\.?\b|\bversus\b|\bcompared (?:to|with)\b")
+                     r"\bvs\.?\b|\bversus\b|\bcompared (?:to|with)\b|"
+                     # a figure that moved: "45ms->60ms", "26 → 21 tok/s"
+                     r"\d\s?(?:ms|s|tok\w*/s)?\s?(?:->|→|=>)\s?\d")
 
 
 def classify(w: Wording, signals: Signals) -> Verdict:

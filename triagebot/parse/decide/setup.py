@@ -57,8 +57,24 @@ def decide_engine(a: Assembler, env: Environment) -> None:
     for specific in ("vllm-mlx", "vllm-ascend"):
         if engine == "vllm" and votes.get(specific, 0) >= max(2, best // 3):
             engine = specific
+    if engine == "vllm" and (hint == "vllm-ascend" or (ascend := _ascend_device(a))):
+        # vLLM on an Ascend NPU runs through the vllm-ascend plugin, whose reports say
+        # "vllm serve" and "vllm 0.x" like any other.
+        engine = "vllm-ascend"
+        evidence.setdefault(engine, []).extend(
+            ascend if hint != "vllm-ascend" else
+            [Fact("engine", engine, 0, f"repository {a.repo}", "repo", "hint")])
+        evidence[engine] += evidence.get("vllm", [])
     a.req.engine = engine  # type: ignore[assignment]
     a.cite("engine", evidence.get(engine, []))
+
+
+_ASCEND_RE = re.compile(r"ascend|9[13]0[bc]|310p|atlas", re.I)
+
+
+def _ascend_device(a: Assembler) -> list[Fact]:
+    """The lines that name an Ascend NPU as the reporter's device."""
+    return [f for f in a.facts.get("gpu") if _ASCEND_RE.search(str(f.value))]
 
 
 def run_engine(run: RunConfig) -> str | None:

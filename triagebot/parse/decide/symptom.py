@@ -35,8 +35,10 @@ SLOWER_RE = fast(
     r"lower|reduced)\b|\b(?:drop|decrease|degradation|regression|loss|reduction) (?:in|of) "
     r"(?:the )?" + _SPEED_NOUN + r"|\bdecreas\w* (?:the )?" + _SPEED_NOUN + r"|\bdegrad\w* "
     r"(?:the )?" + _SPEED_NOUN + r"|\b(?:higher|increased?) (?:e2e )?latency|latency "
-    r"(?:regression|increase)|\bnet loss\b|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b",
-    "spwbldrutqmghin0<")
+    r"(?:regression|increase)|\bnet loss\b|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
+    # Chinese: performance/throughput falls, degraded, slower.
+    r"(?:性能|吞吐|速度)\s?(?:下降|降低|劣化|变差)|劣化|变慢",
+    "spwbldrutqmghin0<性吞速劣变")
 # A speed-up smaller than hoped for: the run is not slower than its baseline.
 UNDERWHELMING_RE = fast(
     r"\bno (?:\w+ )?(?:gain|speed-?up|improvement|benefit)s?\b|\bnot (?:improved|faster)\b|"
@@ -46,10 +48,12 @@ UNDERWHELMING_RE = fast(
     r"claimed|in the paper)|\bbelow (?:expectations?|what|(?:the )?(?:paper|reported|claimed|"
     r"expected|advertised))|\b(?:far|well|way|much) below\b|\bfar from\b|\binconsistent "
     r"with\b|\bnot (?:good|as (?:fast|good))\b|\bunchanged\b|\bidentical\b|\bno difference\b|"
-    r"\bonly (?:~|about )?\d+(?:\.\d+)?\s?% (?:better|faster)",
-    "nhdcfwlsbiuo")
+    r"\bonly (?:~|about )?\d+(?:\.\d+)?\s?% (?:better|faster)|"
+    # Chinese: no gain, no improvement.
+    r"(?:无|没有|没)\s?(?:收益|提升|加速)",
+    "nhdcfwlsbiuo无没")
 ACCEPT_DROP_RE = fast(
-    r"accept\w*(?: rate| length| len)?\b(?:(?!throughput|speed|latency|tok/s|tokens/s|"
+    r"(?:accept\w*|\bacc\.?(?= len))(?: rate| length| len)?\b(?:(?!throughput|speed|latency|tok/s|tokens/s|"
     r"performance)[^.\n]){0,60}?\b(?:lower|drop\w*|decreas\w*|regress\w*|worse|degrad\w*|"
     r"collaps\w*|reduced|low|fell|falls|incorrect)\b|"
     r"(?:lower|drop in|decreas\w* in|regression in|low|poor|reduced|lowering|degradation "

@@ -29,7 +29,7 @@ LOG_LINE_RE = re.compile(
 _TEMPLATE_HEADING_RE = re.compile(
     r"^\W*(?:proposal to improve performance|report of performance regression|"
     r"misc discussion on performance|your current environment|the feature, motivation and "
-    r"pitch|how would you like to use (?:vllm|sglang)|describe the bug|reproduction|"
+    r"pitch|how would you like to use (?:vllm|sglang)(?: on \w+)?|describe the bug|reproduction|"
     r"environment|checklist|before submitting a new issue|alternatives|additional context|"
     r"motivation|related resources|name and version|operating systems|which .* modules do "
     r"you know to be affected|command line|problem description & steps to reproduce|"

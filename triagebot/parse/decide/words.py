@@ -24,6 +24,15 @@ def hits(pattern: re.Pattern[str], text: str, limit: int = 3) -> list[str]:
     return out
 
 
+# Speed and acceptance in Chinese, Japanese and Korean reports (the document stage has put
+# a space between these words and any Latin name or number beside them): performance,
+# throughput, speed, latency, speed-up, slower, degraded; acceptance rate.
+CJK_SPEED = r"性能|吞吐|速度|延迟|时延|加速|变慢|劣化|성능|속도|처리량|지연"
+CJK_SPEED_FIRST = "性吞速延时加变劣성속처지"
+CJK_ACCEPTANCE = r"(?:接受|采纳|接收|采样接受)率|受理率|수락률"
+CJK_ACCEPTANCE_FIRST = "接采受수"
+CJK_SPECULATIVE = r"投机(?:解码|推理|采样)"
+
 # A speed-up factor ("1.8x", "0.62×"), not a device count ("2x H100", "8x GPUs").
 _FACTOR = (r"(?<![\w.])\d+(?:\.\d+)?\s?[x×](?![\w])(?!\s*(?:NVIDIA\s+)?(?:[ABHLMT]\d|RTX|GB\d|MI\d|"
            r"GPUs?\b|H20|V100|A6000|nodes?\b|cards?\b))")
@@ -31,7 +40,8 @@ SPEC_RE = fast(
     r"speculative|spec[-_ ]?decod|\bspec[-_ ]?dec\b|\bMTP\d?\b|\beagle[-_ ]?\d?\b|\bngram\b|"
     r"\bn-gram\b|prompt[-_ ]lookup|draft[-_ ]model|draft tokens?|\bmedusa\b|\bdflash\b|"
     r"suffix decoding|acceptance (?:rate|length)|accept(?:ance)? len|\bnextn\b|"
-    r"num_speculative_tokens|speculative_config|assistant_model", "smenpda")
+    r"num_speculative_tokens|speculative_config|assistant_model|\bacc\.? len(?:gth)?\b|"
+    + CJK_ACCEPTANCE + "|" + CJK_SPECULATIVE, "smenpda" + CJK_ACCEPTANCE_FIRST + "投")
 # Graph execution under any vendor's name: CUDA and HIP graphs, Ascend's ACL graphs and
 # torchair, and the encoder (ViT) graphs.
 GRAPH_RE = fast(
@@ -46,14 +56,16 @@ PERF_RE = fast(
     r"\bspeed(?:-?up|s)?\b|\bTPOT\b|\bTTFT\b|\bITL\b|\bE2E\b|acceptance|\bbenchmark|\bregress|"
     r"\boverhead\b|\bms\b|\d\s?ms\b|\bx faster|\bbottleneck|\bno[- ]op\b|\bstep time|"
     r"\bdecode time|" + _FACTOR + r"|\bgains?\b|\bstress test|"
-    r"\bload test", "putlsfieabromxndg0123456789")
+    r"\bload test|\bacc\.? len(?:gth)?\b|" + CJK_SPEED + "|" + CJK_ACCEPTANCE,
+    "putlsfieabromxndg0123456789" + CJK_SPEED_FIRST + CJK_ACCEPTANCE_FIRST)
 # Speed itself, the question a performance thread asks (PERF_RE also has "benchmark" and
 # "regress", which an accuracy thread uses too).
 SPEED_RE = fast(
     r"\bthroughput|\blatency|\btok(?:en)?s?/s\b|tokens?/s(?:ec)?\b|\bt/s\b|\bslow(?:er|s|down|"
     r"ed|ing)?\b|\bfaster\b|\bspeed(?:-?up|s)?\b|\bTPOT\b|\bTTFT\b|\bITL\b|\bE2E\b|"
     r"\bunderperform\w*|\bperform(?:s|ed|ing)? (?:worse|better|slower|faster|poorly|badly)\b|"
-    r"\bperformance\b(?! (?:on|of) (?:the )?(?:gsm8k|mmlu|eval))", "tlsfieup")
+    r"\bperformance\b(?! (?:on|of) (?:the )?(?:gsm8k|mmlu|eval))|" + CJK_SPEED,
+    "tlsfieup" + CJK_SPEED_FIRST)
 CRASH_RE = fast(
     r"traceback \(most recent call last\)|\bsegfault|segmentation fault|illegal memory access|"
     r"\bcrash(?:es|ed|ing)?\b|\bCUDA error\b|cudaError\w+|device-side assert|RuntimeError|"

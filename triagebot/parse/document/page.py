@@ -28,6 +28,12 @@ MAX_CHARS = 1_000_000
 MAX_LINE = 20_000
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b-\u200f\u2028\u2029\ufeff]")
+# Chinese, Japanese and Korean write no space between their words and a Latin name or a
+# number ("开启mtp性能下降30%"); to a regex both are word characters, so `\bmtp\b` would
+# never match. A space at each such seam lets every extractor read these reports like any
+# other.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+_SCRIPT_SEAM_RE = re.compile(f"(?<=[{_CJK}])(?=[A-Za-z0-9])|(?<=[A-Za-z0-9])(?=[{_CJK}])")
 
 
 @dataclass
@@ -78,12 +84,14 @@ def build(data: str | bytes, title: str | None = None) -> Document:
     # NFKC folds full-width punctuation (`，` `：`) that reports from some locales carry.
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+        text = _SCRIPT_SEAM_RE.sub(" ", unicodedata.normalize("NFKC", text))
     text = _CONTROL_RE.sub("", text).replace("\u00a0", " ")
     lines = [ln[:MAX_LINE] for ln in text.split("\n")]
     clean_title = None
     if title:
         clean_title = _CONTROL_RE.sub("", unicodedata.normalize("NFKC", title)).strip()[:1000]
+        if not clean_title.isascii():
+            clean_title = _SCRIPT_SEAM_RE.sub(" ", clean_title)
     scraped = _looks_scraped(lines)
     zones: list[Zone] = _zones_scraped(lines) if scraped else ["body"] * len(lines)
     _mark_boilerplate(lines, zones)

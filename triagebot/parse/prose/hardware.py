@@ -20,7 +20,7 @@ _NAME = (
     r"(?:(?i:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?X?|H20|L4|L40S?|T4|V100|P100|A6000|"
     r"RTX\s?(?:PRO\s?)?\d{4}(?:\s?Ti|\s?Ada)?|RTX\s?A\d{4}|MI\d{3}X?)|"
     r"M[1-5]\s(?:Pro|Max|Ultra)|Apple\s(?:Silicon|M[1-5](?:\s(?:Pro|Max|Ultra))?)|"
-    r"Gaudi\s?\d?|Arc\s?[AB]\d{3}|Ascend\s?\d{3}[A-Z]?\d?)"
+    r"Gaudi\s?\d?|Arc\s?[AB]\d{3}|Ascend\s?\d{3}[A-Z]?\d?|(?i:9[13]0[BC]\d?|310P\d?))"
 )
 _SUFFIX = r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3e?|\d{2,3}\s?GB|80G|40G|Ti))*"
 _GPU_RE = fast(
@@ -29,7 +29,8 @@ _GPU_RE = fast(
     '0123456789ngaibhltvprm', 0)
 _SIZE_FIRST_RE = re.compile(r"^(\d{2,3}\s?GB)\s+(.*)$")
 _GPU_COUNT_RE = re.compile(
-    r"(?<![\w.])(\d{1,2})\s?[x×*]\s?(?=(?:NVIDIA\s+)?(?:GB\d|[ABHL]\d|H20|RTX|MI\d|V100|T4|A6000))",
+    r"(?<![\w.])(\d{1,2})\s?[x×*]\s?(?=(?:NVIDIA\s+|Huawei\s+)?(?:GB\d|[ABHL]\d|H20|RTX|MI\d|V100|T4|A6000|"
+    r"Ascend|9[13]0[BC]))",
     re.I,
 )
 # "RTX PRO 6000 * 1", "H100 x8", "A100×4": the count after the device.
@@ -44,6 +45,9 @@ _GPU_WORD_COUNT_RE = fast(
     r"L4|L40S?|RTX\s?\d{4}|MI\d{3}X?)\w*(?:\s\w+)?\s+(?:GPUs?|cards?|devices?)\b|"
     r"\b(single|one)\s+(?:(?:NVIDIA|GeForce)\s+)?(?=" + _NAME + r"|GPU\b)",
     'tfseo')
+# Chinese counts of cards: "单卡" one card, "双卡" two, "8卡" or "8 张" eight.
+_CJK_COUNTS = {"单": 1, "双": 2, "两": 2, "四": 4, "八": 8}
+_CJK_COUNT_RE = re.compile(r"(?<![\d.])(单|双|两|四|八|\d{1,2})\s?(?:卡|张(?=\s?(?:卡|[A-Z\d])))")
 # Words that make an A/B/H/L-number token something other than a GPU.
 _NOT_GPU_CONTEXT = re.compile(r"(\w-|A3B|layer|head|step|size)$", re.I)
 # A name of two digits (A10, H20, L40) is a GPU only in a line about hardware.
@@ -64,7 +68,7 @@ def gpus(lines: list[Line], facts: Facts) -> None:
 # Every device name has a letter next to two digits, or is L4, T4, M1-M5, Gaudi or Apple
 # Silicon; every count is "N x", "N GPUs" or a word before a device.
 _HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|mi\d{3}|\b[ltm][1-5]\b|\d\s?[x×*]|gpu|silicon|"
-                      r"gaudi|ascend|\barc\s?[ab]\d")
+                      r"gaudi|ascend|\barc\s?[ab]\d|9[13]0[bc]|310p|[卡张]")
 # Sentences of a line: "The paper reports 3x on an A100. On my RTX 4090 I get 1.2x."
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)][.!?])\s+(?=[A-Z])")
 
@@ -92,6 +96,10 @@ def _devices(no: int, text: str, line: str, kind: str, facts: Facts) -> None:
     for m in _GPU_WORD_COUNT_RE.finditer(text):
         word = (m.group(1) or m.group(2)).lower()
         facts.add("gpu_count", _COUNT_WORDS[word], no, line, "prose", kind)
+    for m in _CJK_COUNT_RE.finditer(text):
+        n = _CJK_COUNTS.get(m.group(1)) or int(m.group(1))
+        if 0 < n <= 64:
+            facts.add("gpu_count", n, no, line, "prose", kind)
     for m in _GPU_N_RE.finditer(text):
         n = int(m.group(1))
         if 0 < n <= 64:
@@ -121,5 +129,5 @@ _CONTEXT_RE = fast(
     r"gpu|nvidia|cuda|machine|card|node|\b(?:on|with|using)\s+(?:an?\s+|one\s+|a single\s+|"
     r"single\s+|\d+\s+|my\s+|our\s+|\d{2,3}\s?GB\s+)?(?:[ABHLM]\d|RTX|GB\d|MI\d)|"
     r"\d\s?[x×*]\s?[ABHL]\d|\b(?:one|single|two|four|eight|\d+)\s?[x×*]?\s?(?:[ABHLM]\d|RTX|"
-    r"GB\d|MI\d)|hardware|device|sxm|hbm|pcie|\bsm_?\d{2,3}|apple|metal|mac\b",
-    'gncmowu0123456789stfehdpa')
+    r"GB\d|MI\d)|hardware|device|sxm|hbm|pcie|\bsm_?\d{2,3}|apple|metal|mac\b|npu|ascend|卡",
+    'gncmowu0123456789stfehdpa卡')
