@@ -44,7 +44,7 @@ PARSE_HELP = "\n\n".join((
     "them to speed; when it asks about output quality (accuracy, eval scores, outputs that "
     "differ) rather than speed; when it is a crash outside graph capture with no speed "
     "question; or when it is a usage question, a feature request, an installation problem "
-    "or a documentation change without measurements.",
+    "or a documentation, test or CI change without measurements.",
     "`symptom` says what went wrong, the title read first: spec_slower_than_baseline, "
     "graph_slower_than_eager, acceptance_drop, regression_between_versions, crash (the repro "
     "is a crash check), other (a speed-up below expectation, outputs that change), or null "

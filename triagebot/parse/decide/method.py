@@ -16,6 +16,8 @@ _METHOD_WORD = (r"eagle[-_ ]?3|eagle[-_ ]?1?|mtp\d?|nextn|n-?gram|prompt[-_ ]loo
                 r"draft[-_ ]model (?:speculat\w*|decoding|method)|(?:a|separate|small|smaller|"
                 r"standalone|independent) draft[-_ ]model|medusa|dflash|suffix decoding")
 _PROSE_METHOD_RE = re.compile(r"(?<![\w-])(" + _METHOD_WORD + r")(?![\w-])", re.I)
+# A method value quoted in a sentence: (`method="draft_model"`), `"method": "mtp"`.
+_QUOTED_METHOD_RE = re.compile(r"""\bmethod["']?\s*[=:]\s*["'`]?([\w-]+)""", re.I)
 _MODEL_SIZE_RE = re.compile(r"\d(?:\.\d+)?[BbMm](?![a-z])")
 _EAGLE_ONE_RE = re.compile(r"(?<![\w-])eagle[-_ ]?1(?![\w.-])|\bE1\b", re.I)
 # "EAGLE 3 is expected to be faster than EAGLE 1": the subject is the method under study.
@@ -90,6 +92,10 @@ def _in_prose(a: Assembler) -> list[tuple[str, Fact]]:
     for no, text, kind in lines:
         for m in _PROSE_METHOD_RE.finditer(text):
             method = _canonical(m.group(1))
+            if method:
+                found.append((method, Fact("method", method, no, text, "prose", kind)))
+        for m in _QUOTED_METHOD_RE.finditer(text):
+            method = canonical_method(m.group(1))
             if method:
                 found.append((method, Fact("method", method, no, text, "prose", kind)))
     return found

@@ -105,6 +105,10 @@ def decide_modes(a: Assembler, reported: list[ReportedNumber]) -> None:
     elif req.symptom == "graph_slower_than_eager" and not modes.has("full", "piecewise"):
         modes.add("eager", None)
         modes.add("cudagraph", None)
+    if req.is_spec_decode_perf_report and req.spec_method and not modes.has("spec") and \
+            modes.has("eager", "cudagraph", "piecewise", "full"):
+        # Graph modes of a speculative setup name arms that speculate.
+        modes.add("spec", _first(a.values("spec_config") + a.values("method")))
     if modes.has("no_spec") and not modes.has("spec") and req.spec_method:
         # A baseline without speculation is compared with the method the report names.
         modes.add("spec", _first(a.values("spec_config") + a.values("method")))

@@ -61,6 +61,10 @@ FEATURE_RE = _rx(
     r"(?:nice|great)|is there (?:any )?plan")
 INSTALL_RE = _rx(r"\[installation\]|\binstall(?:ation|ing)? (?:error|fail)|not installed|"
                  r"pip install .*fail|build (?:error|fail)|no matching distribution")
+# A change to the test suite or CI: tests that will guard speed measure nothing yet.
+TESTS_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:\[(?:ci|tests?|ci/build|testing)\]|"
+                     r"(?:add|adds|added|new|introduce)\b[^\n]{0,60}\b(?:tests?|ci|benchmarks? "
+                     r"(?:suite|job)s?)\b)")
 DOCS_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:docs?(?:\([^)]*\))?\s*:|\[docs?\])|^\s*\[doc\]")
 # A graph crash is one the thread places at capture or replay, not any crash near graphs.
 CAPTURE_RE = _rx(r"\bcaptur\w*|\breplay\w*|cuda_?graph_runner|graph\.replay")
@@ -146,6 +150,8 @@ def _request_kind(w: Wording, signals: Signals, perf: bool) -> list[str]:
     compared = bool(hits(_COMPARISON_RE, w.question, 1)) and bool(hits(SPEED_RE, w.question, 1))
     if DOCS_TITLE_RE.search(w.title) and not signals.has_numbers:
         return ["a documentation change with no measurement"]
+    if TESTS_TITLE_RE.search(w.title) and not signals.has_numbers:
+        return ["a change to tests or CI with no measurement"]
     out = []
     for label, pattern in (("a usage question", USAGE_RE), ("a feature request", FEATURE_RE),
                            ("an installation problem", INSTALL_RE)):
