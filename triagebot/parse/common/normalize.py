@@ -120,6 +120,15 @@ _LOCAL_DIRS = frozenset({"models", "model", "weights", "checkpoints", "ckpt", "c
 _WEIGHT_FILES = (".gguf", ".safetensors", ".bin", ".pt", ".pth", ".ggml")
 _HF_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.+-]{0,95}$")
 _HF_CACHE_RE = re.compile(r"models--([A-Za-z0-9_.-]+)--([A-Za-z0-9_.+-]+)")
+# Strings shaped like `a/b` that are not checkpoints: a git branch (`feature/x`), a source
+# file (`common/speculative.cpp`), a source tree's directory (`src/...`).
+_BRANCH_PREFIXES = frozenset({"feature", "feat", "fix", "bugfix", "hotfix", "release", "wip",
+                              "chore", "refactor", "perf", "topic", "branch", "origin",
+                              "upstream", "src", "common", "tools", "tests", "examples",
+                              "include", "csrc", "docs", "benchmarks", "scripts"})
+_SOURCE_FILES = (".cpp", ".cc", ".c", ".h", ".hpp", ".cu", ".cuh", ".py", ".rs", ".go", ".md",
+                 ".sh", ".txt", ".json", ".yaml", ".yml", ".toml", ".log", ".ipynb", ".m",
+                 ".metal", ".swift", ".js", ".ts")
 _PLACEHOLDER_RE = re.compile(r"^(<.*>|\$.*|\{.*\}|/?path/to/.*|your[-_].*|xxx.*|\.+)$", re.I)
 
 
@@ -140,6 +149,8 @@ def canonical_model(raw: object) -> str | None:
     if _PLACEHOLDER_RE.match(text) or (text.upper() == text and "_" in text):
         return None  # `$MODEL`, `<model>`, `MODEL_PATH`: names of values, not values
     first = text.split("/", 1)[0].lower()
+    if text.lower().endswith(_SOURCE_FILES) or ("/" in text and first in _BRANCH_PREFIXES):
+        return None
     if text.startswith(("/", "~", "./", "../")) or text.count("/") > 1 or (
             "/" in text and (first in _LOCAL_DIRS or text.lower().endswith(_WEIGHT_FILES))):
         parts = [p for p in text.rstrip("/").split("/") if p and p not in (".", "..", "~")]

@@ -73,9 +73,11 @@ def decide_modality(a: Assembler) -> None:
         return
     if _TEXT_DATASET_RE.search(f"{named}\n{body}"):
         a.req.modality = "text"
-    elif a.req.engine == "llama.cpp" and a.runs and any(
-            r.origin.startswith("llama") for r in a.runs):
-        a.req.modality = "text"  # a llama.cpp run without a projector reads only text
+    elif a.req.engine == "llama.cpp" and (any(r.origin.startswith("llama") for r in a.runs)
+                                          or any(m.lower().endswith(".gguf")
+                                                 for m in a.req.models)):
+        # A llama.cpp run, or its GGUF weights, without a projector: it reads only text.
+        a.req.modality = "text"
     elif not vision_model and _TEXT_MODEL_RE.search(named):
         a.req.modality = "text"
 

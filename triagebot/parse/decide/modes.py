@@ -15,6 +15,7 @@ from triagebot.model import ReportedNumber
 from triagebot.parse.common import Fact, as_bool, canonical_mode
 from triagebot.parse.decide.arms import kinds_of_arms, run_has_spec
 from triagebot.parse.decide.assembler import Assembler
+from triagebot.parse.runs import RunConfig
 from triagebot.parse.decide.words import EFFECT_RE, RAN_RE, baseline_words, hits
 
 _ENCODER_RE = re.compile(r"\bvit\b|vision (?:encoder|tower)|mm[-_ ]encoder|encoder[-_ ]"
@@ -130,11 +131,20 @@ def _spec_modes(a: Assembler, modes: _Modes, joined: str, arms: dict[str, Fact])
     if (req.is_spec_decode_perf_report and described) or spec_runs:
         modes.add("spec", _first(a.values("spec_config") + a.values("method")
                                  + a.values("mtp_flag")))
-    if spec_runs and len(spec_runs) < len(engine_runs):
-        baseline = next(r for r in engine_runs if not run_has_spec(r))
+    # A command the text ends in the middle of (a paste cut short) shows no arm's flags.
+    plain_runs = [r for r in engine_runs if not run_has_spec(r) and not _cut_short(a, r)]
+    if spec_runs and plain_runs:
+        baseline = plain_runs[0]
         modes.add("no_spec", Fact("mode", "no_spec", baseline.line, baseline.text, "cmdline"))
     if req.is_spec_decode_perf_report and baseline_words(joined):
         modes.add("no_spec", None)
+
+
+def _cut_short(a: Assembler, run: RunConfig) -> bool:
+    """Whether `run` is the document's last line and the document stops without ending it."""
+    lines = a.doc.lines
+    return bool(lines) and lines[-1].strip() != "" and \
+        run.line + run.text.count("\n") >= len(lines)
 
 
 def _run_graph_modes(a: Assembler, modes: _Modes) -> None:

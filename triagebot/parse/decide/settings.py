@@ -62,6 +62,12 @@ def _gpu(a: Assembler) -> None:
     groups: dict[str, list[Fact]] = {}
     for f in facts:
         groups.setdefault(_device_core(f.value), []).append(f)
+    labelled = {core: g for core, g in groups.items()
+                if any(_HARDWARE_LABEL_RE.match(f.text) for f in g)}
+    if len(groups) > 1 and len(labelled) == 1:
+        # A `GPU: X` line is the reporter's device; another named elsewhere is a
+        # platform compared against or someone else's.
+        groups = labelled
     if len(groups) > 1:
         firsts = [g[0] for g in groups.values()]
         a.competing("gpu", firsts, [f.value for f in firsts])
@@ -70,6 +76,10 @@ def _gpu(a: Assembler) -> None:
         # "Apple Silicon" names the family; "M3 Ultra" the chip.
         a.req.gpu = max((f.value for f in same), key=lambda v: (v != "Apple Silicon", len(v)))
         a.cite("gpu", same)
+
+
+_HARDWARE_LABEL_RE = re.compile(r"^\W*(?:gpus?|hardware|devices?|accelerators?|npus?)\W*"
+                                r"[:=]", re.I)
 
 
 def _device_core(name: str) -> str:

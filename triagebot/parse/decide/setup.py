@@ -26,7 +26,20 @@ REPO_ENGINE = {"vllm-project/vllm": "vllm", "sgl-project/sglang": "sglang",
                "vllm-project/vllm-ascend": "vllm-ascend",
                "huggingface/transformers": "transformers"}
 
-# sglang runs native MTP heads under `--speculative-algorithm EAGLE`.
+# A fork or a downstream project names the engine it builds on (`someone/llama-cpp-x`).
+_REPO_NAME_ENGINE = (("vllm-mlx", "vllm-mlx"), ("vllm-ascend", "vllm-ascend"),
+                     ("llama.cpp", "llama.cpp"), ("llama-cpp", "llama.cpp"),
+                     ("tensorrt-llm", "tensorrt-llm"), ("sglang", "sglang"), ("vllm", "vllm"))
+
+
+def repo_engine(repo: str | None) -> str | None:
+    """The engine a thread's repository implies: the engine's own, or a fork named for it."""
+    if not repo:
+        return None
+    if repo.lower() in REPO_ENGINE:
+        return REPO_ENGINE[repo.lower()]
+    name = repo.split("/")[-1].lower()
+    return next((engine for key, engine in _REPO_NAME_ENGINE if key in name), None)
 
 
 def decide_engine(a: Assembler, env: Environment) -> None:
@@ -44,7 +57,7 @@ def decide_engine(a: Assembler, env: Environment) -> None:
         evidence.setdefault(f.value, []).append(f)
     if env.engine_version and "vllm" not in votes:
         votes["vllm"] += 1
-    hint = REPO_ENGINE.get(a.repo or "")
+    hint = repo_engine(a.repo)
     if not votes:
         if hint:
             a.req.engine = hint  # type: ignore[assignment]
@@ -115,6 +128,7 @@ def decide_version(a: Assembler, dump: EnvDump) -> None:
         stated = [f for f in a.facts.get("version") if f.value[0] == engine]
         upgrades = a.facts.get("version_upgrade")
         pool = upgrades or stated or a.facts.get("version_bare") or _labelled(a, engine)
+        pool = [f for f in pool if not _good_build(a.doc.lines, f.line)]
         if pool:
             best = max(pool, key=lambda f: version_key(f.value if isinstance(f.value, str)
                                                        else f.value[1]))
@@ -129,6 +143,25 @@ def decide_version(a: Assembler, dump: EnvDump) -> None:
     elif (commits := a.facts.get("commit")):
         a.req.engine_commit = commits[0].value
         a.cite("engine_commit", commits[0])
+
+
+# A build the reporter calls good or fast is the side of a comparison without the problem.
+_GOOD_RE = re.compile(r"\b(?:good|fast(?:er)?|quick(?:er)?|working|works)\b", re.I)
+_BAD_RE = re.compile(r"\b(?:bad|slow(?:er)?|broken|regress\w*|fails?)\b", re.I)
+
+
+def _good_build(lines: list[str], line: int) -> bool:
+    """Whether the version on 1-based `line` is the good side: said on its own line, or
+    (when that line says neither) in the sentence just above the block it sits in."""
+    if not 0 < line <= len(lines):
+        return False
+    own = lines[line - 1]
+    if _GOOD_RE.search(own) or _BAD_RE.search(own):
+        return bool(_GOOD_RE.search(own)) and not _BAD_RE.search(own)
+    for above in reversed(lines[max(0, line - 4):line - 1]):
+        if above.strip() and not above.strip().startswith("`"):
+            return bool(_GOOD_RE.search(above)) and not _BAD_RE.search(above)
+    return False
 
 
 def _labelled(a: Assembler, engine: str | None) -> list[Fact]:
@@ -199,12 +232,21 @@ _BUILD_ROLE_RE = re.compile(r"\b(?:(draft|assistant|small|speculat\w*)|target|ma
 
 def _drop_shortened(names: list[str]) -> list[str]:
     """Without a title's short form of an id the body spells out: "Qwen2.5-VL-7B" beside
-    "Qwen/Qwen2.5-VL-7B-Instruct" is one model, named twice."""
+    "Qwen/Qwen2.5-VL-7B-Instruct" is one model, named twice; nor an id a pasted line cut
+    short, nor a GGUF file's name without its `.gguf`."""
     def tail(name: str) -> str:
         return name.split("/")[-1].lower()
 
+    def cut(n: str, m: str) -> bool:
+        # A line cut mid-word ("Org/Model-Instr" beside "Org/Model-Instruct"), not a
+        # variant of the same name ("Org/Model-8B" beside "Org/Model-8B-FP8").
+        if not (len(m) > len(n) and m.lower().startswith(n.lower())):
+            return False
+        return (m[len(n)].isalnum() and n[-1].isalnum()) or m[len(n):].lower() == ".gguf"
+
     return [n for n in names if not any(
-        m != n and "/" in m and "/" not in n and tail(n) in tail(m) for m in names)]
+        m != n and (("/" in m and "/" not in n and tail(n) in tail(m)) or cut(n, m))
+        for m in names)]
 
 
 def _unique(items: list[str]) -> list[str]:

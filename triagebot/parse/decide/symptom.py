@@ -83,6 +83,13 @@ VERSION_REGRESSION_RE = _rx(
     r"after|(?:slower|worse|faster|better) (?:in|on|with) (?:vllm |sglang )?v?\d+\.\d+[\w.+]* "
     r"than (?:in |on |with )?(?:vllm |sglang )?v?\d+\.\d+|\bgone after\b"
 )
+# Builds or versions set against each other: a good and a bad one, a bisection, a
+# post-merge slowdown. Speed lost between them is a regression between versions.
+VERSIONS_COMPARED_RE = _rx(
+    r"\bbisect\w*|\((?:good|bad)\)|\bfirst bad\b|\blast good\b|\bnearest good\b|"
+    r"\bpost[- ]merge\b|\bafter (?:the )?(?:merge|upgrade)\b|\bsince (?:the )?merge\b|"
+    r"compared to the (?:pr|previous|old(?:er)?|earlier) (?:branch|build|version|release|"
+    r"nightly)|\bbetween (?:versions|releases|builds|nightlies|commits)\b|\bupgrad\w* to\b")
 BUG_RE = fast(
     r"\bbug(?:fix)?\b|\bfix(?:es|ed)?\b|misleading|\bno-?op\b|silently|\bbypass\w*|\bbroken\b|"
     r"\bincorrect\b|\bwrong\b|\bnever\b|\bunexpected\w*|\bnot (?:work|captured|applied|used)|"
@@ -113,6 +120,9 @@ def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash
     if graph and (hit := hits(GRAPH_SLOWER_RE, title, 1)):
         return "graph_slower_than_eager", [f"graphs slower than eager: {hit[0]!r}"]
     slower_title = hits(SLOWER_RE, title, 1)
+    if slower_title and not baseline and (hit := hits(VERSIONS_COMPARED_RE, w.question, 1)):
+        return "regression_between_versions", [
+            f"slower ({slower_title[0]!r}) between versions: {hit[0]!r}"]
     graph_arms = hits(GRAPH_MODE_SLOWER_RE, title, 1)
     if spec and slower_title and not graph_arms and (baseline or not hits(
             UNDERWHELMING_RE, title, 1)):

@@ -114,7 +114,9 @@ NO_SPEC_RE = fast(
     + r"(?![a-z])|"
     r"\bvanilla\b|main model only|target(?: model)? (?:only|alone)|\bwith or without\b|"
     r"\bdisabl\w* (?:the )?" + _METHODS + r"\b|\b" + _METHODS + r" (?:disabled|off)\b|"
-    r"\bautoregressive (?:baseline|decoding)\b|(?:than|vs\.?|versus) without\b",
+    r"\bautoregressive (?:baseline|decoding)\b|(?:than|vs\.?|versus) without\b|"
+    # "the same binary without `-md`": without the flag that turns speculation on.
+    r"\bwithout\s+`?--?(?:md|model-draft|spec[\w-]*|speculative[\w-]*|draft[\w-]*)\b",
     "bwnvmtdsea")
 # "Standard inference" and "without it" name the baseline only inside a comparison: "barely
 # above standard decoding (1.0)" is a reference point, not a run.

@@ -18,6 +18,7 @@ from triagebot.parse.prose.lines import Line
 # Intel Gaudi and Arc, Huawei Ascend. Letters match in either case ("a100", "rtx4090").
 _NAME = (
     r"(?:(?i:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?X?|H20|L4|L40S?|T4|V100|P100|A6000|"
+    r"RX\s?\d{4}(?:\s?XTX?|\s?GRE)?|"
     r"RTX\s?(?:PRO\s?)?\d{4}(?:\s?Ti|\s?Ada)?|RTX\s?A\d{4}|MI\d{3}X?)|"
     r"M[1-5]\s(?:Pro|Max|Ultra)|Apple\s(?:Silicon|M[1-5](?:\s(?:Pro|Max|Ultra))?)|"
     r"Gaudi\s?\d?|Arc\s?[AB]\d{3}|Ascend\s?\d{3}[A-Z]?\d?|(?i:9[13]0[BC]\d?|310P\d?))"
@@ -67,14 +68,17 @@ def gpus(lines: list[Line], facts: Facts) -> None:
 
 # Every device name has a letter next to two digits, or is L4, T4, M1-M5, Gaudi or Apple
 # Silicon; every count is "N x", "N GPUs" or a word before a device.
-_HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|mi\d{3}|\b[ltm][1-5]\b|\d\s?[x×*]|gpu|silicon|"
+_HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|\brx\s?\d|mi\d{3}|\b[ltm][1-5]\b|\d\s?[x×*]|gpu|silicon|"
                       r"gaudi|ascend|\barc\s?[ab]\d|9[13]0[bc]|310p|[卡张]")
+_QUOTED_RE = re.compile(r"\"[^\"\n]{8,300}\"|“[^”\n]{8,300}”")
 # Sentences of a line: "The paper reports 3x on an A100. On my RTX 4090 I get 1.2x."
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)][.!?])\s+(?=[A-Z])")
 
 
 def _devices(no: int, text: str, line: str, kind: str, facts: Facts) -> None:
     """The devices and counts one sentence (`text`, of `line`) states."""
+    # Words in quotation marks are someone else's (a commit message, another user).
+    text = _QUOTED_RE.sub(" ", text) if '"' in text or "“" in text else text
     elsewhere = bool(_ELSEWHERE_RE.search(text))
     own = (_gpu_context(text) and kind != "code") or kind == "title"
     for m in _GPU_RE.finditer(text):

@@ -25,8 +25,9 @@ _FAMILIES = (
 _FAMILY_TOKEN_RE = re.compile(
     r"(?<![\w/.-])((?:" + _FAMILIES + r")[\w.]*(?:-[\w.]+)+)(?![\w/-])", re.I
 )
+# An id followed by `:tag` is a container image (`org/engine-image:1.2`), not a checkpoint.
 _BARE_ID_RE = re.compile(r"(?<![\w/.:@-])([A-Za-z0-9][\w.-]{1,60}/[A-Za-z0-9][\w.+-]{1,90}?)"
-                         r"[.,;:)]?(?![\w/.+-])")
+                         r"(?!:[\w.])[.,;:)]?(?![\w/.+-])")
 # Method names the family pattern also matches ("EAGLE-3", "Medusa-2"): not checkpoints.
 _METHOD_NAME_RE = re.compile(r"(?:eagle|medusa|mtp|dflash)[-_]?\d?", re.I)
 _NOT_MODEL_ORGS = frozenset({"vllm-project", "sgl-project", "pytorch", "huggingface", "github",
@@ -108,7 +109,8 @@ _DIGIT_RE = re.compile(r"\d")
 # A checkpoint someone proposes is not one that ran.
 _SUGGESTION_RE = re.compile(r"suggest|\btry|trying|\bcould\b|\bmight\b|\bmaybe\b|recommend|"
                             r"instead|should")
-_DRAFT_BEFORE_RE = re.compile(r"(draft|speculat\w*|assistant)\s+(model|head)?\s*(is|:|=|-)?\s*\[?$")
+_DRAFT_BEFORE_RE = re.compile(r"(draft|speculat\w*|assistant)\s+(model|head)?[\s*]*(is|:|=|-)?"
+                              r"[\s*`\[]*$")
 
 
 def _link_texts(text: str) -> tuple[str, list[tuple[str, int]]]:
