@@ -33,9 +33,9 @@ SLOWER_RE = fast(
     r"slower|poorly)|\bunderperform\w*|" + _SPEED_NOUN + r"\b[^.,;\n]{0,30}?\b(?:drops?|"
     r"dropped|decreas\w*|degrad\w*|regress\w*|fell|falls|goes down|went down|is lower|was "
     r"lower|reduced)\b|\b(?:drop|decrease|degradation|regression|loss|reduction) (?:in|of) "
-    r"(?:the )?" + _SPEED_NOUN + r"|\bdecreas\w* (?:the )?" + _SPEED_NOUN + r"|\bdegrad\w* "
+    r"(?:the )?" + _SPEED_NOUN + r"|\b(?:decreas|regress)\w* (?:the )?" + _SPEED_NOUN + r"|\bdegrad\w* "
     r"(?:the )?" + _SPEED_NOUN + r"|\b(?:higher|increased?) (?:e2e )?latency|latency "
-    r"(?:regression|increase)|\bnet loss\b|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
+    r"(?:regression|increase)|\bnet (?:loss|negative)\b|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
     # Chinese: performance/throughput falls, degraded, slower.
     r"(?:性能|吞吐|速度)\s?(?:下降|降低|劣化|变差)|劣化|变慢",
     "spwbldrutqmghin0<性吞速劣变")
@@ -129,13 +129,18 @@ def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash
         return "spec_slower_than_baseline", [
             f"the title says slower: {slower_title[0]!r}"
             + (f" (baseline: {baseline[0]!r})" if baseline else "")]
-    # Then what the prose says.
+    # Then what the prose says. Speed lost against a baseline is the symptom even when
+    # low acceptance is given as its cause.
+    slower = hits(SLOWER_RE, prose, 1)
+    versions = hits(VERSION_REGRESSION_RE, w.question, 1)
+    if spec and slower and baseline and measured and measured[0] == "spec_slower_than_baseline" \
+            and not versions:
+        return "spec_slower_than_baseline", [
+            f"slower with speculation: {slower[0]!r} vs {baseline[0]!r}; {measured[1]}"]
     if spec and (hit := hits(ACCEPT_DROP_RE, prose, 1)) and not slower_title:
         return "acceptance_drop", [f"acceptance described as dropping: {hit[0]!r}"]
     if graph and (hit := hits(GRAPH_SLOWER_RE, text, 1)):
         return "graph_slower_than_eager", [f"graphs slower than eager: {hit[0]!r}"]
-    slower = hits(SLOWER_RE, prose, 1)
-    versions = hits(VERSION_REGRESSION_RE, w.question, 1)
     if spec and slower and baseline and not graph_arms and not versions:
         return "spec_slower_than_baseline", [
             f"slower with speculation: {slower[0]!r} vs {baseline[0]!r}"]

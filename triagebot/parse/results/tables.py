@@ -33,6 +33,9 @@ class TableReader(ToolReader):
         if is_separator(line):
             return False
         cells, kind = split_cells(line)
+        # A table's last columns may be words (`| Notes |`): they are neither label nor value.
+        notes = _notes_columns(cells) if kind in ("pipe", "tab") else 0
+        cells = cells[:len(cells) - notes]
         # The values are the longest run of numeric cells at the end; the rest is the label.
         values: list[tuple[float, str] | None] = []
         cut = len(cells)
@@ -72,7 +75,7 @@ class TableReader(ToolReader):
         if not table_kind:
             return False
         # Row-oriented table: the row label is the arm, the headers name the metrics.
-        columns = self._columns(header, len(values))
+        columns = self._columns(header, len(values), notes)
         if columns is None:
             return True
         arm = clean_label(" / ".join(label_cells)) or None
@@ -99,11 +102,12 @@ class TableReader(ToolReader):
             )
         return True
 
-    def _columns(self, header: str, width: int) -> list[Metric | None] | None:
+    def _columns(self, header: str, width: int, notes: int = 0) -> list[Metric | None] | None:
         table = self.table
         if table is not None and table.columns is not None:
             return table.columns
         cells = split_cells(header)[0] if header else []
+        cells = cells[:len(cells) - notes]
         if len(cells) < width:
             return None
         columns = [classify_header(cell) for cell in cells[len(cells) - width :]]
@@ -136,3 +140,16 @@ class TableReader(ToolReader):
             is_separator(self.lines[j]) or row_width(self.lines[j][:MAX_LINE]) > 0
             for j in range(last + 1, idx)
         )
+
+
+def _notes_columns(cells: list[str]) -> int:
+    """How many of a table row's last cells (at most two) are words after its numbers: a
+    notes column beside the figures, `| no-spec | 56.5 | tuned batch |`."""
+    n = 0
+    while n < 2 and len(cells) - n > 2 and cells[-1 - n].strip() and \
+            parse_cell(cells[-1 - n]) is None and \
+            cells[-1 - n].strip().lower() not in EMPTY_CELLS:
+        n += 1
+    if n and parse_cell(cells[-1 - n]) is not None:
+        return n
+    return 0
