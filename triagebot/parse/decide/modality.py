@@ -34,6 +34,7 @@ _MULTIMODAL_CUE_RE = fast(r"--mmproj\b|\bMM cache\b|--limit-mm-per-prompt|"
 _TEXT_DATASET_RE = fast(
     r"\bsharegpt\b|\bmt[-_ ]?bench\b|\bgsm8k\b|\bgpqa\b|\bhumaneval\b|\blongbench\b|"
     r"\balpaca\b|\baime\b|\blivecodebench\b|\bspec[-_]?bench\b|\bmath-?500\b|\bsonnet\b|"
+    r"\bsynthetic (?:text )?(?:prompts?|inputs?|requests?)\b|"
     r"--dataset[-_]name[= ](?:random|sharegpt|sonnet|burstgpt|hf)\b|\brandom (?:dataset|"
     r"prompts?|inputs?)\b|\btext (?:prompts?|inputs?|only)\b", 'smghla-rt')
 # Models with a vision input (Qwen3.5 and later are natively multimodal) ...
@@ -63,8 +64,9 @@ def decide_modality(a: Assembler) -> None:
     vision_model = _VISION_MODEL_RE.search(named)
     if vision_model and not (image or video):
         # A vision model fed "screenshots" or "videos": the inputs are named in words.
-        image = _IMAGE_NOUN_RE.search(a.wording.prose)
-        video = _VIDEO_NOUN_RE.search(a.wording.prose)
+        prose = _NOT_INPUT_IMAGE_RE.sub(" ", a.wording.prose)
+        image = _IMAGE_NOUN_RE.search(prose)
+        video = _VIDEO_NOUN_RE.search(prose)
     if image or video:
         if not (image and video):
             a.req.modality = "image" if image else "video"
@@ -82,6 +84,12 @@ def decide_modality(a: Assembler) -> None:
         a.req.modality = "text"
 
 
+# "Image" that is not an input: a container image, a table row named "Image", a picture
+# pasted into the post (its alt text, its markup).
+_NOT_INPUT_IMAGE_RE = re.compile(
+    r"\b(?:docker|container|base|server|runtime|os|vm|the|this|that|our|my|same|new|old|"
+    r"official|nightly|release|pre-?built)\s+images?\b|^\W*\|?\s*\**images?\**\s*(?:\||:)|"
+    r"!\[[^\]]*\]|<img\b[^>]*>|\bimages?\s*[:=]\s*`?[\w.-]+/", re.I | re.M)
 _IMAGE_NOUN_RE = re.compile(r"\b(?:images?|pictures?|photos?|screenshots?|charts?|diagrams?|"
                             r"scanned (?:pages?|documents?))\b", re.I)
 _VIDEO_NOUN_RE = re.compile(r"\bvideos?\b|\bvideo frames\b|\bclips?\b", re.I)

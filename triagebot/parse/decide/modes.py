@@ -46,6 +46,9 @@ _ENABLE_GRAPHS_TITLE_RE = re.compile(r"\b(?:support|apply|enable|add|use)\b.*(?:
 # Before/after figures of a change: "trace before (propose -> ~16ms)".
 _BEFORE_AFTER_RE = re.compile(r"\b(before|after)\b[^\n]{0,40}?\d+(?:\.\d+)?\s?(?:ms|s|tok/s|"
                               r"tokens/s)\b", re.I)
+_COMPARED_TO_RE = re.compile(r"\b(?:slower|worse|lower|less)\b[^.\n]{0,60}\b(?:than|vs\.?|"
+                             r"versus|compared (?:to|with))\s|\bthan without\b|\bwithout (?:it|"
+                             r"spec\w*|the draft)\b", re.I)
 _ORDER = ["spec", "no_spec", "eager", "cudagraph", "piecewise", "full", "vit_eager",
           "vit_cudagraph"]
 
@@ -102,7 +105,10 @@ def decide_modes(a: Assembler, reported: list[ReportedNumber]) -> None:
     # The symptom is itself a comparison: "slower than without speculation" has two arms.
     if req.symptom == "spec_slower_than_baseline":
         modes.add("spec", _first(a.values("spec_config") + a.values("method")))
-        modes.add("no_spec", None)
+        # "Slower than the plain model" has two arms; "enabling MTP drops speed 30%" is a
+        # verdict on one.
+        if _COMPARED_TO_RE.search(joined):
+            modes.add("no_spec", None)
     elif req.symptom == "graph_slower_than_eager" and not modes.has("full", "piecewise"):
         modes.add("eager", None)
         modes.add("cudagraph", None)

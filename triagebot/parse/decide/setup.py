@@ -126,6 +126,9 @@ def decide_version(a: Assembler, dump: EnvDump) -> None:
                                       "envdump", "env"))
     else:
         stated = [f for f in a.facts.get("version") if f.value[0] == engine]
+        if not stated and engine == "vllm-ascend":
+            # Its reports give the vLLM release they run on; vllm-ascend's releases track it.
+            stated = [f for f in a.facts.get("version") if f.value[0] == "vllm"]
         upgrades = a.facts.get("version_upgrade")
         pool = upgrades or stated or a.facts.get("version_bare") or _labelled(a, engine)
         pool = [f for f in pool if not _good_build(a.doc.lines, f.line)]

@@ -15,6 +15,7 @@ from triagebot.parse.common import fast
 from triagebot.parse.decide.wording import Wording
 from triagebot.parse.decide.words import (
     CRASH_RE,
+    SPEC_RE,
     baseline_words,
     crash_output,
     hits,
@@ -35,7 +36,7 @@ SLOWER_RE = fast(
     r"lower|reduced)\b|\b(?:drop|decrease|degradation|regression|loss|reduction) (?:in|of) "
     r"(?:the )?" + _SPEED_NOUN + r"|\b(?:decreas|regress)\w* (?:the )?" + _SPEED_NOUN + r"|\bdegrad\w* "
     r"(?:the )?" + _SPEED_NOUN + r"|\b(?:higher|increased?) (?:e2e )?latency|latency "
-    r"(?:regression|increase)|\bnet (?:loss|negative)\b|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
+    r"(?:regression|increase)|\bnet (?:loss|negative)\b|\bslows\b[^.\n]{0,40}\bby \d|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
     # Chinese: performance/throughput falls, degraded, slower.
     r"(?:性能|吞吐|速度)\s?(?:下降|降低|劣化|变差)|劣化|变慢",
     "spwbldrutqmghin0<性吞速劣变")
@@ -105,6 +106,9 @@ _PROBLEM_WORDS = ("misleading", "no-op", "noop", "silently", "broken", "wrong", 
                   "regressions", "regressed", "downgrade", "downgrades", "downgraded")
 
 
+_THAN_RE = _rx(r"\b(?:slower|worse|lower)\b[^.\n]{0,40}?\bthan\b")
+
+
 def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash: bool,
                    measured: tuple[str, str] | None = None) -> tuple[str | None, list[str]]:
     """The symptom and why. `measured` is what the numbers say, when arms named for what
@@ -124,7 +128,9 @@ def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash
         return "regression_between_versions", [
             f"slower ({slower_title[0]!r}) between versions: {hit[0]!r}"]
     graph_arms = hits(GRAPH_MODE_SLOWER_RE, title, 1)
-    if spec and slower_title and not graph_arms and (baseline or not hits(
+    # "fp8 KV cache slower than fp16": a title comparing something other than speculation.
+    other_subject = not SPEC_RE.search(title) and bool(_THAN_RE.search(title))
+    if spec and slower_title and not graph_arms and not other_subject and (baseline or not hits(
             UNDERWHELMING_RE, title, 1)):
         return "spec_slower_than_baseline", [
             f"the title says slower: {slower_title[0]!r}"

@@ -126,9 +126,13 @@ STANDARD_BASELINE_RE = fast(
     r"(?:standard|regular|normal|plain|default|greedy|ordinary)\s+(?:inference|decoding|"
     r"generation|serving|mode|model|run)|\bwhereas without it\b|(?:than|vs\.?) without it\b",
     "vctaw")
+_DTYPE_WORDS = r"(?:fp16|bf16|fp8|fp32|float16|bfloat16|int8|int4|awq|gptq|auto)"
 _OTHER_BASELINE_RE = _rx(
     r"baseline\W{0,3}(?:\(|:|=|is|was)?\s*(?:main|master|v?\d+\.\d+|commit|branch|nightly|"
-    r"release|before|upstream)|(?:main|master|nightly|release|commit|upstream)\s*\(?baseline")
+    r"release|before|upstream|" + _DTYPE_WORDS + r"\b)|(?:main|master|nightly|release|commit|"
+    r"upstream|" + _DTYPE_WORDS + r")\s*\(?baseline|"
+    # "(and `0.21.0-b1` for the baseline)": a version or build is the baseline.
+    r"v?\d+\.\d+[\w.+-]*`?\s+(?:for|as) (?:the |a )?baseline")
 
 
 def baseline_words(text: str) -> list[str]:

@@ -21,7 +21,7 @@ _NAME = (
     r"RX\s?\d{4}(?:\s?XTX?|\s?GRE)?|"
     r"RTX\s?(?:PRO\s?)?\d{4}(?:\s?Ti|\s?Ada)?|RTX\s?A\d{4}|MI\d{3}X?)|"
     r"M[1-5]\s(?:Pro|Max|Ultra)|Apple\s(?:Silicon|M[1-5](?:\s(?:Pro|Max|Ultra))?)|"
-    r"Gaudi\s?\d?|Arc\s?[AB]\d{3}|Ascend\s?\d{3}[A-Z]?\d?|(?i:9[13]0[BC]\d?|310P\d?))"
+    r"Gaudi\s?\d?|Arc\s?(?:Pro\s?)?[AB]\d{2,3}|Ascend\s?\d{3}[A-Z]?\d?|(?i:9[13]0[BC]\d?|310P\d?))"
 )
 _SUFFIX = r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3e?|\d{2,3}\s?GB|80G|40G|Ti))*"
 _GPU_RE = fast(
@@ -30,7 +30,7 @@ _GPU_RE = fast(
     '0123456789ngaibhltvprm', 0)
 _SIZE_FIRST_RE = re.compile(r"^(\d{2,3}\s?GB)\s+(.*)$")
 _GPU_COUNT_RE = re.compile(
-    r"(?<![\w.])(\d{1,2})\s?[x×*]\s?(?=(?:NVIDIA\s+|Huawei\s+)?(?:GB\d|[ABHL]\d|H20|RTX|MI\d|V100|T4|A6000|"
+    r"(?<![\w.])(\d{1,2})\s?[x×*]\s?(?=(?:NVIDIA\s+|Huawei\s+|Intel\s+)?(?:GB\d|Arc\b|[ABHL]\d|H20|RTX|MI\d|V100|T4|A6000|"
     r"Ascend|9[13]0[BC]))",
     re.I,
 )
@@ -69,7 +69,7 @@ def gpus(lines: list[Line], facts: Facts) -> None:
 # Every device name has a letter next to two digits, or is L4, T4, M1-M5, Gaudi or Apple
 # Silicon; every count is "N x", "N GPUs" or a word before a device.
 _HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|\brx\s?\d|mi\d{3}|\b[ltm][1-5]\b|\d\s?[x×*]|gpu|silicon|"
-                      r"gaudi|ascend|\barc\s?[ab]\d|9[13]0[bc]|310p|[卡张]")
+                      r"gaudi|ascend|\barc\s?(?:pro\s?)?[ab]\d|9[13]0[bc]|310p|[卡张]")
 _QUOTED_RE = re.compile(r"\"[^\"\n]{8,300}\"|“[^”\n]{8,300}”")
 # Sentences of a line: "The paper reports 3x on an A100. On my RTX 4090 I get 1.2x."
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)][.!?])\s+(?=[A-Z])")

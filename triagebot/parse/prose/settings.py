@@ -18,7 +18,7 @@ _DP_RE = fast(r"(?<![\w-])(?:DP|dp)\s?(?:=|:)\s?" + _INT + r"\b|"
                     r"data[- ]parallel(?:ism|[- ]size)?\s*(?:of|=|:)\s*" + _INT + r"\b",
     'd')
 _K_RE = fast(
-    r"\bnum_speculative_tokens[\"']?\s*(?:=|:|to)\s*" + _INT + r"\b|"
+    r"\bnum_speculative_tokens[\"']?\s*(?:=|:|to)?\s*" + _INT + r"\b|"
     r"\b(?:num[_-])?spec(?:ulative)?[_-]?(?:tokens|len|k)\s*(?:=|:)\s*" + _INT + r"\b|"
     r"(?<![\w-])MTP-?" + r"([1-9])\b|"
     r"(?<![\w-])[kK]\s?=\s?" + r"([1-9]\d?)\b|"
@@ -53,7 +53,9 @@ _MAXTOK_RE = fast(
     r"\bmax[-_ ](?:new[-_ ])?tokens" + _IS + _INT + r"\b|"
     r"\boutput[-_ ](?:length|len)" + _IS + _INT + r"\b|"
     r"(?<![\d,.])(\d{2,6}) (?:output )?tokens generated\b|"
-    r"\bgenerat(?:e|es|ing) (\d{2,6}) (?:new |output )?tokens\b",
+    r"\bgenerat(?:e|es|ing) (\d{2,6}) (?:new |output )?tokens\b|"
+    r"(?<![\d,.])(\d{2,6}) (?:generated|output|new) tokens (?:per|for each|each) (?:request|"
+    r"prompt|query|data point|sample|run)\b",
     'mog0123456789')
 _COMMIT_RE = fast(
     r"(?:\bcommit\b|\bsha\b|\bhash\b|\bmain\s?@|\bmaster\s?@|\bHEAD\s?@)[\s:*`'\"@]{0,6}"

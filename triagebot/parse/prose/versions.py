@@ -39,7 +39,8 @@ _ENGINE_VERSION_RE = re.compile(
 )
 # Container images tagged with the release: `vllm/vllm-openai:v0.10.1.1`,
 # `lmsysorg/sglang:v0.4.9.post2-cu126`.
-_IMAGE_TAG_RE = re.compile(r"\b(vllm/vllm-openai|lmsysorg/sglang)\s*:\s*" + _VER +
+# Any image whose name carries the engine's (`org/some-runtime-vllm:0.26.0-b1`) runs it.
+_IMAGE_TAG_RE = re.compile(r"(?<![\w.-])((?:[\w.-]+/)+[\w.-]*?(vllm|sglang)[\w.-]*)\s*:\s*" + _VER +
                            r"(?=$|[\s`'\"),;-])", re.I)
 _LLAMA_BUILD_RE = re.compile(r"(?:llama[.-](?:cpp|server|cli|bench)|\bbuild|\bggml)\W{0,3}"
                              r"(?:build\W{0,3})?(?:version\W{0,3})?(b\d{4,5})\b", re.I)
@@ -70,10 +71,19 @@ def _names_an_engine(low: str) -> bool:
         or "tensorrt" in low
 
 
+def _image_engine(image: str) -> str:
+    low = image.lower()
+    return "vllm-ascend" if "ascend" in low else "sglang" if "sglang" in low else "vllm"
+
+
 def engine_mentions(lines: list[Line], facts: Facts) -> None:
     for no, text, kind in lines:
         if not _names_an_engine(text.lower()):
             continue
+        # An engine named only inside a container image's name.
+        for m in (_IMAGE_TAG_RE.finditer(text) if "/" in text and ":" in text else ()):
+            if not _ENGINE_RE.search(m.group(1)):
+                facts.add("engine_mention", _image_engine(m.group(1)), no, text, "prose", kind)
         for m in _ENGINE_RE.finditer(text):
             name = ENGINE_WORDS.get(m.group(1).lower().replace("_", "-"),
                                     ENGINE_WORDS.get(m.group(1).lower()))
@@ -103,8 +113,8 @@ def versions(lines: list[Line], facts: Facts) -> None:
                         if ver:
                             facts.add("version", (engine, ver), no, text, "prose", kind)
         for m in (_IMAGE_TAG_RE.finditer(text) if "/" in text and ":" in text else ()):
-            engine = "sglang" if "sglang" in m.group(1).lower() else "vllm"
-            version = canonical_version(m.group(2))
+            engine = _image_engine(m.group(1))
+            version = canonical_version(m.group(3))
             if version:
                 facts.add("version", (engine, version), no, text, "prose", kind)
         for m in _LLAMA_BUILD_RE.finditer(text) if _BUILD_TAG_RE.search(text) else ():
