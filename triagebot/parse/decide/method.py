@@ -33,6 +33,13 @@ def decide_method(a: Assembler) -> None:
     naming two ("eagle/MTP") decides nothing. When methods tie, the subject of a comparison
     ("X is slower than Y") is the one under study; with none, the field stays null."""
     found = _configured(a)
+    if found and all(m == "draft_model" and f.source != "prose" and not a.values("method")
+                     for m, f in found):
+        # A draft checkpoint with no method key says only "a separate model": a method the
+        # reporter names ("MTP" for a model's assistant drafter) says which.
+        named = [(m, f) for m, f in _in_prose(a) if m != "draft_model"]
+        if len({m for m, _ in named}) == 1:
+            found = named
     if not found:
         found = _in_prose(a)
     if not found:

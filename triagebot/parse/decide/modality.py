@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from triagebot.parse.common import fast
+from triagebot.parse.common import as_int, fast
 from triagebot.parse.decide.assembler import Assembler
 
 _IMAGE_RE = fast(
@@ -57,6 +57,11 @@ _TEXT_MODEL_RE = fast(
 
 
 def decide_modality(a: Assembler) -> None:
+    limits = [f.value for f in a.values("mm_limits") if isinstance(f.value, dict)]
+    if limits and all(as_int(v, 0) == 0 for lim in limits for v in lim.values()):
+        # `--limit-mm-per-prompt '{"image": 0, "video": 0}'`: multimodal inputs switched off.
+        a.req.modality = "text"
+        return
     body = "\n".join(a.doc.body_lines)
     named = "\n".join([a.wording.title, a.wording.prose, *a.req.models, *a.req.draft_models])
     image = _IMAGE_RE.search(f"{a.wording.title}\n{body}")

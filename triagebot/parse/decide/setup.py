@@ -212,7 +212,7 @@ def decide_models(a: Assembler) -> None:
                      and (f.line, str(f.value)) not in built]
     targets: list[tuple[str, Fact]] = list(built_targets)
     for f in engine_models or client_models:
-        name = canonical_model(f.value)
+        name = canonical_model(_mounted(str(f.value), _command_of(a, f)))
         if name:
             targets.append((name, f))
     if not targets:
@@ -227,6 +227,31 @@ def decide_models(a: Assembler) -> None:
          if n.lower() not in {d.lower() for d in a.req.draft_models}])
     a.cite("models", [f for n, f in targets if n in a.req.models])
     a.cite("draft_models", [f for n, f in drafts if n in a.req.draft_models])
+
+
+# `docker run -v /host/models/X:/model ... --model /model`: the container path is a mount.
+_MOUNT_RE = re.compile(r"""(?:^|\s)(?:-v|--volume|--mount\s+type=bind,source=)[ =]?['"]?"""
+                       r"""([^\s:'",]+)(?::|,target=)([^\s:'",]+)""")
+
+
+def _command_of(a: Assembler, f: Fact) -> str:
+    """The whole command a setting's line belongs to."""
+    for run in a.runs:
+        if run.line <= f.line <= run.line + run.text.count("\n"):
+            return run.text
+    return f.text
+
+
+def _mounted(value: str, text: str) -> str:
+    """A model path inside a container, as the host path mounted there."""
+    if not value.startswith("/") or "-v" not in text and "--volume" not in text and \
+            "--mount" not in text:
+        return value
+    for m in _MOUNT_RE.finditer(text):
+        host, inside = m.group(1), m.group(2).rstrip("/")
+        if value == inside or value.startswith(inside + "/"):
+            return host.rstrip("/") + value[len(inside):]
+    return value
 
 
 _BUILD_ROLE_RE = re.compile(r"\b(?:(draft|assistant|small|speculat\w*)|target|main|base|large|"

@@ -19,15 +19,17 @@ from triagebot.parse.prose.lines import Line
 _NAME = (
     r"(?:(?i:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?X?|H20|L4|L40S?|T4|V100|P100|A6000|"
     r"RX\s?\d{4}(?:\s?XTX?|\s?GRE)?|"
+    # A GeForce number without "RTX" is a device only with its memory beside it: "5090 32G".
+    r"[2-5]0[6-9]0(?:\s?Ti)?(?=\s\d{2}\s?GB?\b)|"
     r"RTX\s?(?:PRO\s?)?\d{4}(?:\s?Ti|\s?Ada)?|RTX\s?A\d{4}|MI\d{3}X?)|"
     r"M[1-5]\s(?:Pro|Max|Ultra)|Apple\s(?:Silicon|M[1-5](?:\s(?:Pro|Max|Ultra))?)|"
     r"Gaudi\s?\d?|Arc\s?(?:Pro\s?)?[AB]\d{2,3}|Ascend\s?\d{3}[A-Z]?\d?|(?i:9[13]0[BC]\d?|310P\d?))"
 )
-_SUFFIX = r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3e?|\d{2,3}\s?GB|80G|40G|Ti))*"
+_SUFFIX = r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3e?|\d{2,3}\s?GB|\d{2,3}G|Ti))*"
 _GPU_RE = fast(
     r"(?:(?<![\w-])|(?<=\d[x×*]))((?:\d{2,3}\s?GB\s+)?(?:NVIDIA\s+|GeForce\s+|AMD\s+|"
     r"Instinct\s+)*" + _NAME + _SUFFIX + r")(?![\w])",
-    '0123456789ngaibhltvprm', 0)
+    '0123456789ngaibhltvprm2345', 0)
 _SIZE_FIRST_RE = re.compile(r"^(\d{2,3}\s?GB)\s+(.*)$")
 _GPU_COUNT_RE = re.compile(
     r"(?<![\w.])(\d{1,2})\s?[x×*]\s?(?=(?:NVIDIA\s+|Huawei\s+|Intel\s+)?(?:GB\d|Arc\b|[ABHL]\d|H20|RTX|MI\d|V100|T4|A6000|"
@@ -62,14 +64,19 @@ def gpus(lines: list[Line], facts: Facts) -> None:
     for no, line, kind in lines:
         if not _HINT_RE.search(line.lower()):
             continue
+        if "--gpus" in line:
+            # `docker run --gpus '"device=0,1"'` lists the devices the container gets.
+            for m in _DOCKER_DEVICES_RE.finditer(line):
+                facts.add("gpu_count", len(m.group(1).split(",")), no, line, "prose", kind)
         for text in _SENTENCE_END_RE.split(line) if ". " in line else (line,):
             _devices(no, text, line, kind, facts)
 
 
 # Every device name has a letter next to two digits, or is L4, T4, M1-M5, Gaudi or Apple
 # Silicon; every count is "N x", "N GPUs" or a word before a device.
-_HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|\brx\s?\d|mi\d{3}|\b[ltm][1-5]\b|\d\s?[x×*]|gpu|silicon|"
+_HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|\brx\s?\d|\b[2-5]0[6-9]0\b|mi\d{3}|\b[ltm][1-5]\b|\d\s?[x×*]|gpu|silicon|"
                       r"gaudi|ascend|\barc\s?(?:pro\s?)?[ab]\d|9[13]0[bc]|310p|[卡张]")
+_DOCKER_DEVICES_RE = re.compile(r"--gpus[ =]['\"]*device=(\d{1,2}(?:,\d{1,2})*)['\"\s]")
 _QUOTED_RE = re.compile(r"\"[^\"\n]{8,300}\"|“[^”\n]{8,300}”")
 # Sentences of a line: "The paper reports 3x on an A100. On my RTX 4090 I get 1.2x."
 _SENTENCE_END_RE = re.compile(r"(?<=[a-z0-9)][.!?])\s+(?=[A-Z])")
