@@ -114,5 +114,10 @@ class Scanner(ListReader):
             nxt = self._command(i, body, prompt)
             if nxt is not None:
                 return nxt
+        if raw.count("`") % 2 and i + 1 < len(self.lines) and "`" in self.lines[i + 1] \
+                and not self.in_fence:
+            # A code span that wraps onto the next line is one span, as markdown reads it.
+            self._inline(i, f"{raw} {self.lines[i + 1]}")
+            return i + 2
         self._inline(i, raw)
         return i + 1

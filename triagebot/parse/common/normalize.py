@@ -130,6 +130,7 @@ _BRANCH_PREFIXES = frozenset({"feature", "feat", "fix", "bugfix", "hotfix", "rel
 _SOURCE_FILES = (".cpp", ".cc", ".c", ".h", ".hpp", ".cu", ".cuh", ".py", ".rs", ".go", ".md",
                  ".sh", ".txt", ".json", ".yaml", ".yml", ".toml", ".log", ".ipynb", ".m",
                  ".metal", ".swift", ".js", ".ts")
+_VAR_DIR_RE = re.compile(r"^\$(?:\{\w+\}|\w+)/")
 _PLACEHOLDER_RE = re.compile(r"^(<.*>|\$.*|\{.*\}|/?path/to/.*|your[-_].*|xxx.*|\.+)$", re.I)
 
 
@@ -144,6 +145,10 @@ def canonical_model(raw: object) -> str | None:
         m = re.match(r"https?://(?:www\.)?(?:huggingface\.co|hf\.co|modelscope\.cn/models)/"
                      r"([^/\s?#]+/[^/\s?#]+)", text)
         return m.group(1) if m else None
+    var = _VAR_DIR_RE.match(text)
+    if var and len(text) > var.end():
+        # `$MODELS/DeepSeek-R1`, `${DIR}/x`: a directory held in a variable, then the name.
+        text = "./" + text[var.end():]
     cache = _HF_CACHE_RE.search(text)
     if cache:
         return f"{cache.group(1)}/{cache.group(2)}"
