@@ -80,10 +80,10 @@ def decide_modality(a: Assembler) -> None:
         return
     if _TEXT_DATASET_RE.search(f"{named}\n{body}"):
         a.req.modality = "text"
-    elif a.req.engine == "llama.cpp" and (any(r.origin.startswith("llama") for r in a.runs)
-                                          or any(m.lower().endswith(".gguf")
-                                                 for m in a.req.models)):
-        # A llama.cpp run, or its GGUF weights, without a projector: it reads only text.
+    elif a.req.engine == "llama.cpp" and (a.runs or any(m.lower().endswith(".gguf")
+                                                        for m in a.req.models)):
+        # A llama.cpp run (or its flags quoted), or its GGUF weights, without a projector:
+        # it reads only text.
         a.req.modality = "text"
     elif not vision_model and _TEXT_MODEL_RE.search(named):
         a.req.modality = "text"

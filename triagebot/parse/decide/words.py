@@ -152,4 +152,7 @@ EFFECT_RE = fast(
     r"(?:faster|slower|drop|regression|improvement|speed-?up|loss|gain|better|worse|lower|"
     r"higher|measured)|(?:performance|throughput|latency|speed)\s+(?:regression|drop|"
     r"degradation|loss|improvement|increase|decrease)|\b(?:slower|faster) than\b|"
-    r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|tok/s|tokens/s|t/s|s/it)\b", "0123456789-−+~ptlsf")
+    r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|tok/s|tokens/s|t/s|s/it)\b|"
+    # "reduces performance at high concurrency by about 10%"
+    r"\b(?:reduc|improv|increas|decreas|lower|boost|cut)\w*\b[^.\n]{0,60}?\bby (?:about |around |"
+    r"roughly |nearly |~)?\d+(?:\.\d+)?\s?%", "0123456789-−+~ptlsfridbc")

@@ -71,6 +71,13 @@ def _names_an_engine(low: str) -> bool:
         or "tensorrt" in low
 
 
+_GIT_ENGINES = {"vllm-project/vllm": "vllm", "vllm-project/vllm-ascend": "vllm-ascend",
+                "sgl-project/sglang": "sglang", "ggml-org/llama.cpp": "llama.cpp",
+                "waybarrios/vllm-mlx": "vllm-mlx", "nvidia/tensorrt-llm": "tensorrt-llm"}
+_GIT_INSTALL_RE = re.compile(r"git\+https?://github\.com/(" + "|".join(
+    re.escape(k) for k in _GIT_ENGINES) + r")(?:\.git)?(?![\w-])", re.I)
+
+
 def _image_engine(image: str) -> str:
     low = image.lower()
     return "vllm-ascend" if "ascend" in low else "sglang" if "sglang" in low else "vllm"
@@ -80,6 +87,9 @@ def engine_mentions(lines: list[Line], facts: Facts) -> None:
     for no, text, kind in lines:
         if not _names_an_engine(text.lower()):
             continue
+        # An engine installed from its repository: `pip install git+https://.../sglang.git`.
+        for m in (_GIT_INSTALL_RE.finditer(text) if "git+" in text else ()):
+            facts.add("engine_mention", _GIT_ENGINES[m.group(1).lower()], no, text, "prose", kind)
         # An engine named only inside a container image's name.
         for m in (_IMAGE_TAG_RE.finditer(text) if "/" in text and ":" in text else ()):
             if not _ENGINE_RE.search(m.group(1)):
