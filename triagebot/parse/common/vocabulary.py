@@ -14,7 +14,7 @@ ENGINE_PROGRAMS = (
     "vllm serve", "vllm bench throughput", "vllm bench latency", "vllm bench mm-processor",
     "sglang.launch_server", "sglang.bench_one_batch", "sglang.bench_offline_throughput",
     "llama-server", "llama-cli", "llama-speculative", "vllm-mlx serve", "mlx_lm.server",
-    "trtllm-serve", "docker run",
+    "trtllm-serve", "trtllm-bench", "docker run",
 )
 CLIENT_PROGRAMS = ("vllm bench serve", "sglang.bench_serving", "benchmark_serving.py")
 

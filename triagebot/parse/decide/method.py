@@ -7,6 +7,7 @@ from collections import Counter
 
 from triagebot.parse.common import Fact, as_int, canonical_method
 from triagebot.parse.decide.assembler import Assembler
+from triagebot.parse.decide.words import negated
 
 _NATIVE_MTP_MODEL_RE = re.compile(r"deepseek-(?:v3|r1)|qwen3[.-]?next|glm-4\.[5-9]|glm-5|mimo|"
                                   r"ernie-4\.5|kimi-k2|longcat|step-?3", re.I)
@@ -99,7 +100,7 @@ def _in_prose(a: Assembler) -> list[tuple[str, Fact]]:
     for no, text, kind in lines:
         for m in _PROSE_METHOD_RE.finditer(text):
             method = _canonical(m.group(1))
-            if method:
+            if method and not negated(text, m.start(), m.end()):
                 found.append((method, Fact("method", method, no, text, "prose", kind)))
         for m in _QUOTED_METHOD_RE.finditer(text):
             method = canonical_method(m.group(1))

@@ -46,9 +46,14 @@ _ENABLE_GRAPHS_TITLE_RE = re.compile(r"\b(?:support|apply|enable|add|use)\b.*(?:
 # Before/after figures of a change: "trace before (propose -> ~16ms)".
 _BEFORE_AFTER_RE = re.compile(r"\b(before|after)\b[^\n]{0,40}?\d+(?:\.\d+)?\s?(?:ms|s|tok/s|"
                               r"tokens/s)\b", re.I)
-_COMPARED_TO_RE = re.compile(r"\b(?:slower|worse|lower|less)\b[^.\n]{0,60}\b(?:than|vs\.?|"
-                             r"versus|compared (?:to|with))\s|\bthan without\b|\bwithout (?:it|"
-                             r"spec\w*|the draft)\b", re.I)
+_COMPARED_TO_RE = re.compile(
+    r"\b(?:slower|worse|lower|less)\b[^.\n]{0,60}\b(?:than|vs\.?|versus|compared (?:to|with))\s|"
+    r"\bthan without\b|\bwithout (?:it|spec\w*|the draft)\b|"
+    # figures before and after: "from 52 tok/s to 41 tok/s", "45ms->60ms"
+    r"\bfrom\s+\d[\d.,]*\s?(?:tok\S*|tokens?/s|t/s|ms|s)?\s+to\s+\d|"
+    r"\d\s?(?:ms|s|tok\S*|tokens?/s|t/s)?\s?(?:->|→)\s?\d", re.I)
+_GRAPH_SWITCH_RE = re.compile(r"\s*(?:cuda_graph_config\s*:|use_cuda_graph\s*[:=]\s*true\b)",
+                              re.I)
 _ORDER = ["spec", "no_spec", "eager", "cudagraph", "piecewise", "full", "vit_eager",
           "vit_cudagraph"]
 
@@ -156,6 +161,11 @@ def _cut_short(a: Assembler, run: RunConfig) -> bool:
 def _run_graph_modes(a: Assembler, modes: _Modes) -> None:
     """Eager or graph arms from the runs' own flags."""
     engine_runs = [r for r in a.runs if r.engine_side]
+    for no, line in enumerate(a.doc.body_lines, 1):
+        if "cuda_graph" in line and _GRAPH_SWITCH_RE.match(line):
+            # TensorRT-LLM runs without graphs unless its config switches them on.
+            modes.add("cudagraph", Fact("mode", "cudagraph", no, line, "config"))
+            break
     for f in a.values("enforce_eager"):
         modes.add("eager" if as_bool(f.value) else "cudagraph", f)
     # Two invocations of one program, one with --enforce-eager and one without: the

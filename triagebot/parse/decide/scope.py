@@ -80,7 +80,7 @@ _COMPARISON_RE = _rx(r"\b(?:slower|faster|worse|better|lower|higher)\b[^.\n]{0,6
 
 def classify(w: Wording, signals: Signals) -> Verdict:
     text = f"{w.title}\n{w.prose}"
-    spec_words = hits(SPEC_RE, text)
+    spec_words = hits(SPEC_RE, text, affirmed=True)
     # A graph flag every run carries is a setting of the comparison, not its subject.
     graph_words = hits(GRAPH_RE, _GRAPH_FLAG_RE.sub(" ", text) if signals.graph_shared else text)
     perf_words = hits(PERF_RE, text)

@@ -12,10 +12,34 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I)
 
 
-def hits(pattern: re.Pattern[str], text: str, limit: int = 3) -> list[str]:
-    """Up to `limit` distinct matches of `pattern` in `text`, as written."""
+# "The n-gram method was not tried", "we did not use EAGLE": a method named to say it
+# was not run.
+_NOT_USED = (r"(?:not|never|didn'?t|haven'?t|wasn'?t|weren'?t|no longer)\s+(?:\w+\s+)?"
+             r"(?:use[ds]?|using|tried|try|enabled?|turned on|run|ran|involved|applied|"
+             r"configured)\b")
+_NEGATION_RE = re.compile(r"\b" + _NOT_USED + r"[^.;:!?,]{0,12}$", re.I)  # "did not use X"
+_NEGATED_AFTER_RE = re.compile(r"\s*(?:was|were|is|are|has|have|had)?\s*(?:been\s+)?" + _NOT_USED,
+                               re.I)  # "X was not tried"
+_CLAUSE_END_RE = re.compile(r"[.;:!?,]|\bbut\b")
+
+
+def negated(text: str, start: int, end: int) -> bool:
+    """Whether the clause around text[start:end] denies it ran."""
+    before = _CLAUSE_END_RE.split(text[max(0, start - 40):start])[-1]
+    after = text[end:end + 40]
+    # The method's own noun may follow it: "the n-gram method was not tried".
+    after = re.sub(r"^\s*(?:method|decoding|drafting|speculation)\b", "", after, flags=re.I)
+    return bool(_NEGATION_RE.search(before) or _NEGATED_AFTER_RE.match(after))
+
+
+def hits(pattern: re.Pattern[str], text: str, limit: int = 3,
+         affirmed: bool = False) -> list[str]:
+    """Up to `limit` distinct matches of `pattern` in `text`, as written; with `affirmed`,
+    not those a clause denies ran ("we did not use speculative decoding")."""
     out: list[str] = []
     for m in pattern.finditer(text):
+        if affirmed and negated(text, m.start(), m.end()):
+            continue
         word = m.group(0).strip()
         if word and word.lower() not in (w.lower() for w in out):
             out.append(word)

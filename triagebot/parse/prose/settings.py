@@ -23,6 +23,8 @@ _K_RE = fast(
     r"(?<![\w-])MTP-?" + r"([1-9])\b|"
     r"(?<![\w-])[kK]\s?=\s?" + r"([1-9]\d?)\b|"
     r"\b(?:requested_)?draft_tokens\s*(?:=|:)\s*" + _INT + r"\b|"
+    # TensorRT-LLM's config: `max_draft_len: 3`.
+    r"\bmax_draft_len\s*(?:=|:)\s*" + _INT + r"\b|"
     r"\b([1-9]\d?)\s+(?:requested\s+)?(?:speculative|draft|spec)\s+tokens\b|"
     # `mtp=1 + eager`: a method with its token count, as arms are often named.
     r"(?<![\w-])(?:mtp|eagle3?|ngram|dflash|draft)\s?=\s?([1-9]\d?)\b(?!\s*(?:\.|%))",
@@ -38,8 +40,10 @@ _CONC_RE = fast(
     r"(?:\b(?:at|with)\s|(?<=,\s))batch\s(\d{1,4})\b(?!\s*of)|"
     r"(?<![\w-])(?:bs|BS)\s?=?\s?" + _INT + r"\b|"
     r"(?<![\w.,])" + _INT + r"\s+concurren(?:cy|t requests)\b|"
-    r"\b(single[- ]stream|single request|one request at a time|single concurrency)\b",
-    'mcbsoaw0123456789')
+    r"\b(single[- ]stream|single request|one request at a time|single concurrency)\b|"
+    # Chinese: "并发数：1", "并发 8" (concurrency).
+    r"并发(?:数|度)?\s*[:=]?\s*" + _INT + r"\b",
+    'mcbsoaw0123456789并')
 # "At concurrency > 8", "high-concurrency loads", "concurrency 1/4/16": swept.
 _CONC_SWEEP_RE = fast(
     r"concurrency\s*(?:[<>≥≤]|above|over|higher than|greater than|up to|from \d+ to)|"
@@ -110,7 +114,7 @@ def numbers(lines: list[Line], facts: Facts) -> None:
 
 
 _DIGIT_RE = re.compile(r"\d")
-_CONC_HINT_RE = re.compile(r"conc|batch|\bbs\b|bs\s?=|single|one req")
+_CONC_HINT_RE = re.compile(r"conc|batch|\bbs\b|bs\s?=|single|one req|并发")
 _HEX_LETTER_RE = re.compile(r"[a-f]")
 # Words around every k pattern: "num_speculative_tokens", "spec_len", "MTP1", "k=3", "mtp=1",
 # "draft_tokens", "3 speculative tokens".
