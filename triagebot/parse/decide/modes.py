@@ -21,14 +21,15 @@ from triagebot.parse.decide.words import EFFECT_RE, RAN_RE, baseline_words, hits
 _ENCODER_RE = re.compile(r"\bvit\b|vision (?:encoder|tower)|mm[-_ ]encoder|encoder[-_ ]"
                          r"(?:cuda ?graph|cudagraph|graph)|cudagraph_mm_encoder|vit_cuda_graph",
                          re.I)
-_EAGER_RE = re.compile(r"(?<![\w-])(?:--)?(?:eager(?: mode| path| execution)?|enforce[-_]eager|"
+_EAGER_RE = re.compile(r"(?<![\w-])(?:--)?(?:eager(?:ly| mode| path| execution)?|enforce[-_]eager|"
                        r"no[-_ ]graphs?|without (?:cuda ?graphs?|cudagraphs?)|(?:cuda ?graphs?|"
                        r"cudagraphs?) (?:disabled|off))(?![\w-])", re.I)
 # `enforce_eager=false`, `--no-enforce-eager`, "not eager": graphs on, not an eager arm.
 _NOT_EAGER_RE = re.compile(r"\s*[=:]\s*[`'\"]?(?:false|0|no|off)\b", re.I)
 # A graph named as a mode, not a flag or field about graphs (`--cuda-graph-max-bs`,
 # `cudagraph_capture_sizes`) whose `-`/`_` neighbours this pattern refuses.
-_GRAPH_RE = re.compile(r"(?<![\w-])(?:(?i:cuda[ ]?graphs?|cudagraphs?|graph mode)|CG)"
+_GRAPH_RE = re.compile(r"(?<![\w-])(?:(?i:cuda[ ]?graphs?|cudagraphs?|graph mode|(?:acl|npu|hip)[ ]?graphs?|"
+                       r"aclgraph|torchair)|CG)"
                        r"(?![\w-])")
 _FULL_RE = re.compile(
     r"\bfull(?:_and_piecewise|_decode_only)?[ _-]*(?:decode[ _-]*)?(?:cuda[ _-]?graphs?|"
@@ -47,7 +48,8 @@ _ENABLE_GRAPHS_TITLE_RE = re.compile(r"\b(?:support|apply|enable|add|use)\b.*(?:
 _BEFORE_AFTER_RE = re.compile(r"\b(before|after)\b[^\n]{0,40}?\d+(?:\.\d+)?\s?(?:ms|s|tok/s|"
                               r"tokens/s)\b", re.I)
 _COMPARED_TO_RE = re.compile(
-    r"\b(?:slower|worse|lower|less)\b[^.\n]{0,60}\b(?:than|vs\.?|versus|compared (?:to|with))\s|"
+    r"\b(?:slower|worse|lower|less)\b[^.\n]{0,60}\b(?:than|vs\.?|versus|compared (?:to|with))\s"
+    r"(?!(?:the\s+)?(?:eagle\w*|mtp|ngram|n-gram|medusa|dflash|draft[- ]model|suffix)\b)|"
     r"\bthan without\b|\bwithout (?:it|spec\w*|the draft)\b|"
     # figures before and after: "from 52 tok/s to 41 tok/s", "45ms->60ms"
     r"\bfrom\s+\d[\d.,]*\s?(?:tok\S*|tokens?/s|t/s|ms|s)?\s+to\s+\d|"

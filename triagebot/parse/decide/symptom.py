@@ -36,10 +36,13 @@ SLOWER_RE = fast(
     r"lower|reduced)\b|\b(?:drop|decrease|degradation|regression|loss|reduction) (?:in|of) "
     r"(?:the )?" + _SPEED_NOUN + r"|\b(?:decreas|regress)\w* (?:the )?" + _SPEED_NOUN + r"|\bdegrad\w* "
     r"(?:the )?" + _SPEED_NOUN + r"|\b(?:higher|increased?) (?:e2e )?latency|latency "
-    r"(?:regression|increase)|\bnet (?:loss|negative)\b|\bslows\b[^.\n]{0,40}\bby \d|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
+    r"(?:regression|increase)|\bnet (?:loss|negative)\b|\bslows\b[^.\n]{0,40}\bby \d|"
+    # "62% of the throughput without it", "disabling MTP restores 1.4x"
+    r"(?<![\d.])\d{1,2}(?:\.\d+)?\s?% of the (?:throughput|speed|performance|tok/s)\b|"
+    r"\bdisabl\w* (?:the )?(?:spec\w*|mtp|eagle\w*|draft\w*|ngram)[^.\n]{0,30}\brestor\w*|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
     # Chinese: performance/throughput falls, degraded, slower.
     r"(?:性能|吞吐|速度)\s?(?:下降|降低|劣化|变差)|劣化|变慢",
-    "spwbldrutqmghin0<性吞速劣变")
+    "spwbldrutqmghin0123456789<性吞速劣变")
 # A speed-up smaller than hoped for: the run is not slower than its baseline.
 UNDERWHELMING_RE = fast(
     r"\bno (?:\w+ )?(?:gain|speed-?up|improvement|benefit)s?\b|\bnot (?:improved|faster)\b|"
@@ -62,8 +65,12 @@ ACCEPT_DROP_RE = fast(
     r"incorrect rejection|rejection sampling behavio|draft logits|"
     r"(?<![\d.])0(?:\.0+)?\s?%\s+(?:\w+\s+)?accept\w*|accept\w*(?: rate)?\s*(?:of|is|=|:|at|"
     r"drops? to|falls? to)?\s*[0-4](?:\.\d+)?\s?%|accept\w*(?: rate| length)?\s+(?:is\s+)?"
-    r"(?:near|close to|almost|nearly|practically) (?:zero|0)",
-    "aldrpi0")
+    r"(?:near|close to|almost|nearly|practically) (?:zero|0)|"
+    # An accepted length near 1 in other words: "1.02 tokens per step", "AL stuck at 1.0".
+    r"(?:tokens per (?:step|forward|verification)|tokens/step|\bAL\b|mean accepted tokens)\s*"
+    r"(?:of|is|=|:|stays at|stuck at|only|around|about)?\s*[~≈]?\s*1(?:\.0\d?)?(?![.\d])|"
+    r"(?<![\d.])1(?:\.0\d?)?\s+tokens per (?:step|forward|verification)",
+    "aldrpi0tma1")
 _GRAPHS = (r"(?:(?:cuda|hip|acl|npu)[-_ ]?graphs?|cudagraphs?|aclgraph|graph mode|torchair|"
            r"\bgraphs?\b)")
 GRAPH_SLOWER_RE = _rx(
@@ -107,6 +114,9 @@ _PROBLEM_WORDS = ("misleading", "no-op", "noop", "silently", "broken", "wrong", 
 
 
 _THAN_RE = _rx(r"\b(?:slower|worse|lower)\b[^.\n]{0,40}?\bthan\b")
+# "DFlash slower than EAGLE3": one method against another, not against no speculation.
+_THAN_METHOD_RE = _rx(r"\b(?:slower|worse|lower)\b[^.\n]{0,40}?\b(?:than|vs\.?)\s+(?:the\s+)?"
+                      r"(?:eagle\w*|mtp|ngram|n-gram|medusa|dflash|draft[- ]model|suffix)\b")
 
 
 def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash: bool,
@@ -129,7 +139,8 @@ def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash
             f"slower ({slower_title[0]!r}) between versions: {hit[0]!r}"]
     graph_arms = hits(GRAPH_MODE_SLOWER_RE, title, 1)
     # "fp8 KV cache slower than fp16": a title comparing something other than speculation.
-    other_subject = not SPEC_RE.search(title) and bool(_THAN_RE.search(title))
+    other_subject = (not SPEC_RE.search(title) and bool(_THAN_RE.search(title))) or bool(
+        _THAN_METHOD_RE.search(title))
     if spec and slower_title and not graph_arms and not other_subject and (baseline or not hits(
             UNDERWHELMING_RE, title, 1)):
         return "spec_slower_than_baseline", [
@@ -139,10 +150,10 @@ def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash
     # low acceptance is given as its cause.
     slower = hits(SLOWER_RE, prose, 1)
     versions = hits(VERSION_REGRESSION_RE, w.question, 1)
-    if spec and slower and baseline and measured and measured[0] == "spec_slower_than_baseline" \
+    if spec and slower and measured and measured[0] == "spec_slower_than_baseline" \
             and not versions:
-        return "spec_slower_than_baseline", [
-            f"slower with speculation: {slower[0]!r} vs {baseline[0]!r}; {measured[1]}"]
+        return "spec_slower_than_baseline", [f"slower with speculation: {slower[0]!r}; "
+                                             f"{measured[1]}"]
     if spec and (hit := hits(ACCEPT_DROP_RE, prose, 1)) and not slower_title:
         return "acceptance_drop", [f"acceptance described as dropping: {hit[0]!r}"]
     if graph and (hit := hits(GRAPH_SLOWER_RE, text, 1)):

@@ -80,7 +80,7 @@ PERF_RE = fast(
     r"\bspeed(?:-?up|s)?\b|\bTPOT\b|\bTTFT\b|\bITL\b|\bE2E\b|acceptance|\bbenchmark|\bregress|"
     r"\boverhead\b|\bms\b|\d\s?ms\b|\bx faster|\bbottleneck|\bno[- ]op\b|\bstep time|"
     r"\bdecode time|" + _FACTOR + r"|\bgains?\b|\bstress test|"
-    r"\bload test|\bacc\.? len(?:gth)?\b|\blaunch[- ]bound\b|\bnet[- ]negative\b|"
+    r"\bload test|\bacc\.? len(?:gth)?\b|\baccepted (?:tokens|length)\b|\blaunch[- ]bound\b|\bnet[- ]negative\b|"
     r"\bcosts? more than\b|" + CJK_SPEED + "|" + CJK_ACCEPTANCE,
     "putlsfieabromxndgc0123456789" + CJK_SPEED_FIRST + CJK_ACCEPTANCE_FIRST)
 # Speed itself, the question a performance thread asks (PERF_RE also has "benchmark" and
@@ -99,7 +99,8 @@ CRASH_RE = fast(
 CRASH_OUTPUT_RE = fast(
     r"traceback \(most recent call last\)|segmentation fault|illegal memory access|"
     r"\bCUDA error:|cudaError\w+|device-side assert|GGML_ASSERT|core dumped|"
-    r"\bhangs?\b|\bhung\b|\bdeadlock|stuck|out of memory|\bcrash(?:es|ed)\b", "tsicdghuo")
+    r"\bhangs?\b|\bhung\b|\bdeadlock|stuck|out of memory|\bcrash(?:es|ed)\b|AssertionError\b",
+    "tsicdghuoa")
 _ERROR_NAME_RE = _rx(r"\w+Error: ")
 
 
@@ -139,9 +140,13 @@ NO_SPEC_RE = fast(
     r"\bvanilla\b|main model only|target(?: model)? (?:only|alone)|\bwith or without\b|"
     r"\bdisabl\w* (?:the )?" + _METHODS + r"\b|\b" + _METHODS + r" (?:disabled|off)\b|"
     r"\bautoregressive (?:baseline|decoding)\b|(?:than|vs\.?|versus) without\b|"
+    r"\bwithout (?:a |the )?speculator\b|\bno speculator\b|"
+    r"% of the (?:throughput|speed|performance|tok/s) (?:\w+ ){0,3}without\b|"
+    # "H100 vs H100+EAGLE": the device alone against the device with a method.
+    r"(?<=\w )vs\.?\s+\w+\s?\+\s?(?:spec\w*|mtp|eagle\w*|ngram|draft\w*|dflash|medusa)\b|"
     # "the same binary without `-md`": without the flag that turns speculation on.
     r"\bwithout\s+`?--?(?:md|model-draft|spec[\w-]*|speculative[\w-]*|draft[\w-]*)\b",
-    "bwnvmtdsea")
+    "bwnvmtdsea%")
 # "Standard inference" and "without it" name the baseline only inside a comparison: "barely
 # above standard decoding (1.0)" is a reference point, not a run.
 STANDARD_BASELINE_RE = fast(
@@ -152,9 +157,15 @@ STANDARD_BASELINE_RE = fast(
     "vctaw")
 _DTYPE_WORDS = r"(?:fp16|bf16|fp8|fp32|float16|bfloat16|int8|int4|awq|gptq|auto)"
 _OTHER_BASELINE_RE = _rx(
-    r"baseline\W{0,3}(?:\(|:|=|is|was)?\s*(?:main|master|v?\d+\.\d+|commit|branch|nightly|"
+    # A version, not a figure in the baseline's table cell ("| baseline | 56.49 |").
+    r"baseline\W{0,3}(?:\(|:|=|is|was)?\s*(?:main|master|v\d+\.\d+|\d+\.\d+\.\d+|0\.\d{1,2}(?![\d.])|"
+    r"commit|branch|nightly|"
     r"release|before|upstream|" + _DTYPE_WORDS + r"\b)|(?:main|master|nightly|release|commit|"
     r"upstream|" + _DTYPE_WORDS + r")\s*\(?baseline|"
+    # another method as the baseline: "EAGLE3 baseline", "baseline: ngram"
+    r"|(?<![\w-])(?<!no-)(?<!no )(?<!non-)(?<!w/o )(?<!without )(?:eagle\w*|mtp|ngram|n-gram|medusa|"
+    r"dflash)\s*\(?baseline|baseline\W{0,3}(?:\(|:|=|is|"
+    r"was)?\s*(?:eagle|mtp|ngram|n-gram|medusa|dflash)|"
     # "(and `0.21.0-b1` for the baseline)": a version or build is the baseline.
     r"v?\d+\.\d+[\w.+-]*`?\s+(?:for|as) (?:the |a )?baseline")
 

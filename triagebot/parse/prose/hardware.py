@@ -27,7 +27,7 @@ _NAME = (
 )
 _SUFFIX = r"(?:[- ](?:SXM\d?|PCIe|NVL|HBM3e?|\d{2,3}\s?GB|\d{2,3}G|Ti))*"
 _GPU_RE = fast(
-    r"(?:(?<![\w-])|(?<=\d[x×*]))((?:\d{2,3}\s?GB\s+)?(?:NVIDIA\s+|GeForce\s+|AMD\s+|"
+    r"(?:(?<![\w#-])|(?<=\d[x×*]))((?:\d{2,3}\s?GB\s+)?(?:NVIDIA\s+|GeForce\s+|AMD\s+|"
     r"Instinct\s+)*" + _NAME + _SUFFIX + r")(?![\w])",
     '0123456789ngaibhltvprm2345', 0)
 _SIZE_FIRST_RE = re.compile(r"^(\d{2,3}\s?GB)\s+(.*)$")
@@ -76,6 +76,9 @@ def gpus(lines: list[Line], facts: Facts) -> None:
 # Silicon; every count is "N x", "N GPUs" or a word before a device.
 _HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|\brx\s?\d|\b[2-5]0[6-9]0\b|mi\d{3}|\b[ltm][1-5]\b|\d\s?[x×*]|gpu|silicon|"
                       r"gaudi|ascend|\barc\s?(?:pro\s?)?[ab]\d|9[13]0[bc]|310p|[卡张]")
+_NODES_RE = re.compile(r"(?<![\w.])(\d{1,2})\s?(?:nodes?|machines?|servers?|hosts?)\s?"
+                       r"(?:[x×*]|with|of)\s?(\d{1,2})\s?[x×*]?\s?(?=(?:NVIDIA\s+)?(?:GB\d|[ABHL]\d|"
+                       r"H20|RTX|MI\d|GPUs?\b))", re.I)
 _DOCKER_DEVICES_RE = re.compile(r"--gpus[ =]['\"]*device=(\d{1,2}(?:,\d{1,2})*)['\"\s]")
 _QUOTED_RE = re.compile(r"\"[^\"\n]{8,300}\"|“[^”\n]{8,300}”")
 # Sentences of a line: "The paper reports 3x on an A100. On my RTX 4090 I get 1.2x."
@@ -99,6 +102,11 @@ def _devices(no: int, text: str, line: str, kind: str, facts: Facts) -> None:
         if not elsewhere:
             facts.add("gpu" if own else "gpu_mention", name, no, line, "prose", kind)
     if elsewhere:
+        return
+    if (nodes := _NODES_RE.search(text)):
+        # "2 nodes x 8 H20": the devices of every node together.
+        facts.add("gpu_count", int(nodes.group(1)) * int(nodes.group(2)), no, line, "prose",
+                  kind)
         return
     for m in _GPU_COUNT_RE.finditer(text):
         facts.add("gpu_count", int(m.group(1)), no, line, "prose", kind)

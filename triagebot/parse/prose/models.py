@@ -100,7 +100,10 @@ def models(lines: list[Line], facts: Facts) -> None:
             if not name or _METHOD_NAME_RE.fullmatch(name):
                 continue
             context = low[max(0, pos - 40):pos]
-            is_draft = bool(_DRAFT_NAME_RE.search(name) or _DRAFT_BEFORE_RE.search(context))
+            end = text.find(raw, pos) + len(raw) if raw in text[pos:] else pos
+            after = text[end:end + 40]
+            is_draft = bool(_DRAFT_NAME_RE.search(name) or _DRAFT_BEFORE_RE.search(context)
+                            or _AS_DRAFT_RE.match(after))
             facts.add("draft_prose" if is_draft else "model_prose", name, no, text, "prose",
                       kind)
 
@@ -109,6 +112,9 @@ _DIGIT_RE = re.compile(r"\d")
 # A checkpoint someone proposes is not one that ran.
 _SUGGESTION_RE = re.compile(r"suggest|\btry|trying|\bcould\b|\bmight\b|\bmaybe\b|recommend|"
                             r"instead|should")
+# "`org/x` as the draft model", "using X as draft": a role stated after the name.
+_AS_DRAFT_RE = re.compile(r"^\W{0,3}\s*(?:as|for) (?:the |a |our )?(?:draft|speculator|assistant)\b",
+                          re.I)
 _DRAFT_BEFORE_RE = re.compile(r"(draft|speculat\w*|assistant)\s+(model|head)?[\s*]*(is|:|=|-)?"
                               r"[\s*`\[]*$")
 

@@ -20,7 +20,10 @@ _DP_RE = fast(r"(?<![\w-])(?:DP|dp)\s?(?:=|:)\s?" + _INT + r"\b|"
 _K_RE = fast(
     r"\bnum_speculative_tokens[\"']?\s*(?:=|:|to)?\s*" + _INT + r"\b|"
     r"\b(?:num[_-])?spec(?:ulative)?[_-]?(?:tokens|len|k)\s*(?:=|:)\s*" + _INT + r"\b|"
-    r"(?<![\w-])MTP-?" + r"([1-9])\b|"
+    r"(?<![\w-])MTP[- ]?" + r"([1-9])\b(?![.%])|"
+    # "depth 3" of a draft tree, llama.cpp's `n_max=2`.
+    r"\b(?:draft |tree |spec(?:ulation)? )?depth\s*(?:=|:|of)?\s*([1-9]\d?)\b(?![.%])|"
+    r"\bn_max\s*=\s*([1-9]\d?)\b|"
     r"(?<![\w-])[kK]\s?=\s?" + r"([1-9]\d?)\b|"
     r"\b(?:requested_)?draft_tokens\s*(?:=|:)\s*" + _INT + r"\b|"
     # TensorRT-LLM's config: `max_draft_len: 3`.
@@ -39,6 +42,7 @@ _CONC_RE = fast(
     r"(?<!max )(?<!max_)(?<![\w-])batch[-_ ]size" + _IS + _INT + r"\b|"
     r"(?:\b(?:at|with)\s|(?<=,\s))batch\s(\d{1,4})\b(?!\s*of)|"
     r"(?<![\w-])(?:bs|BS)\s?=?\s?" + _INT + r"\b|"
+    r"(?<![\w.=-])c=(\d{1,4})\b(?!\.?\d)|"
     r"(?<![\w.,])" + _INT + r"\s+concurren(?:cy|t requests)\b|"
     r"\b(single[- ]stream|single request|one request at a time|single concurrency)\b|"
     # Chinese: "并发数：1", "并发 8" (concurrency).
@@ -114,7 +118,7 @@ def numbers(lines: list[Line], facts: Facts) -> None:
 
 
 _DIGIT_RE = re.compile(r"\d")
-_CONC_HINT_RE = re.compile(r"conc|batch|\bbs\b|bs\s?=|single|one req|并发")
+_CONC_HINT_RE = re.compile(r"conc|batch|\bbs\b|bs\s?=|single|one req|并发|\bc=\d")
 _HEX_LETTER_RE = re.compile(r"[a-f]")
 # Words around every k pattern: "num_speculative_tokens", "spec_len", "MTP1", "k=3", "mtp=1",
 # "draft_tokens", "3 speculative tokens".
