@@ -49,7 +49,7 @@ _BEFORE_AFTER_RE = re.compile(r"\b(before|after)\b[^\n]{0,40}?\d+(?:\.\d+)?\s?(?
                               r"tokens/s)\b", re.I)
 _COMPARED_TO_RE = re.compile(
     r"\b(?:slower|worse|lower|less)\b[^.\n]{0,60}\b(?:than|vs\.?|versus|compared (?:to|with))\s"
-    r"(?!(?:the\s+)?(?:eagle\w*|mtp|ngram|n-gram|medusa|dflash|draft[- ]model|suffix)\b)|"
+    r"(?!(?:the\s+)?(?:eagle\w*|mtp|ngram|n-gram|medusa|dflash|suffix)\b)|"
     r"\bthan without\b|\bwithout (?:it|spec\w*|the draft)\b|"
     # figures before and after: "from 52 tok/s to 41 tok/s", "45ms->60ms"
     r"\bfrom\s+\d[\d.,]*\s?(?:tok\S*|tokens?/s|t/s|ms|s)?\s+to\s+\d|"

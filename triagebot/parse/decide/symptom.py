@@ -115,7 +115,7 @@ _PROBLEM_WORDS = ("misleading", "no-op", "noop", "silently", "broken", "wrong", 
 
 _THAN_RE = _rx(r"\b(?:slower|worse|lower)\b[^.\n]{0,40}?\bthan\b")
 # "DFlash slower than EAGLE3": one method against another, not against no speculation.
-_THAN_METHOD_RE = _rx(r"\b(?:slower|worse|lower)\b[^.\n]{0,40}?\b(?:than|vs\.?)\s+(?:the\s+)?"
+_THAN_METHOD_RE = _rx(r"\b(?:slower|worse|lower)\s+(?:\w+\s+){0,2}?(?:than|vs\.?)\s+(?:the\s+)?"
                       r"(?:eagle\w*|mtp|ngram|n-gram|medusa|dflash|draft[- ]model|suffix)\b")
 
 

@@ -163,9 +163,9 @@ _OTHER_BASELINE_RE = _rx(
     r"release|before|upstream|" + _DTYPE_WORDS + r"\b)|(?:main|master|nightly|release|commit|"
     r"upstream|" + _DTYPE_WORDS + r")\s*\(?baseline|"
     # another method as the baseline: "EAGLE3 baseline", "baseline: ngram"
-    r"|(?<![\w-])(?<!no-)(?<!no )(?<!non-)(?<!w/o )(?<!without )(?:eagle\w*|mtp|ngram|n-gram|medusa|"
-    r"dflash)\s*\(?baseline|baseline\W{0,3}(?:\(|:|=|is|"
-    r"was)?\s*(?:eagle|mtp|ngram|n-gram|medusa|dflash)|"
+    r"(?<![\w-])(?<!no-)(?<!no )(?<!non-)(?<!w/o )(?<!without )(?:eagle\w*|mtp|ngram|n-gram|medusa|"
+    r"dflash)\s*\(?baseline|baseline[ \t:=(]{0,3}(?:is |was )?(?:eagle|mtp|ngram|n-gram|medusa|"
+    r"dflash)|"
     # "(and `0.21.0-b1` for the baseline)": a version or build is the baseline.
     r"v?\d+\.\d+[\w.+-]*`?\s+(?:for|as) (?:the |a )?baseline")
 
