@@ -221,8 +221,11 @@ def _prose_modes(a: Assembler, modes: _Modes, text_lines: list[tuple[int, str]],
         if _PIECEWISE_RE.search(t) and _PIECEWISE_CONTEXT_RE.search(t):
             modes.add("piecewise", Fact("mode", "piecewise", no, t, "prose"))
             qualified.add("piecewise")
+    # A change that enables graphs says the old path "ran eagerly": that is the state it
+    # replaces, an arm only when its figures are given (below).
+    enabling = bool(_ENABLE_GRAPHS_TITLE_RE.search(a.wording.title))
     for no, t in text_lines:
-        if _eager_named(t):
+        if _eager_named(t) and not enabling:
             modes.add("eager", Fact("mode", "eager", no, t, "prose"))
         plain = _FULL_RE.sub("", t)
         if _GRAPH_RE.search(plain) and not (qualified and not modes.encoder
