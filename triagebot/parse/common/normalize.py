@@ -57,7 +57,7 @@ def canonical_method(raw: object) -> str | None:
 # A release as Python packages write it: 0.17.1, 0.10.1.1, 0.4.6.post1, 0.5.3rc0,
 # 0.23.1rc1.dev1302+ge765bbc97. The prose extractor searches text with the same pattern.
 # Pre-releases as projects write them: `0.11.0rc1`, `0.18.rc1`, `0.26.0-b1`.
-VERSION_PATTERN = (r"\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+)?(?:[-.]?(?:rc|a|b)\d+)?(?:\.dev\d+)?"
+VERSION_PATTERN = (r"\d+\.\d+(?:\.\d+){0,2}(?:\.post\d+)?(?:[-.]?(?:rc|a|b)\d+)?(?:\.dev\d*)?"
                    r"(?:\+[0-9A-Za-z.]+)?")
 _VERSION_RE = re.compile(r"^v?(" + VERSION_PATTERN + r")$")
 _BUILD_TAG_RE = re.compile(r"^b\d{3,6}$")

@@ -47,7 +47,7 @@ _VISION_MODEL_RE = fast(
 # ... and families that have none.
 _TEXT_MODEL_RE = fast(
     r"\bllama[- ]?(?:[123](?:\.[0-3])?\b|-?\d+b\b|2-|3-)|meta-llama-3|\bqwen(?:1\.5|2(?:\.5)?|"
-    r"3)?[- ](?!vl)|\bqwen(?:1\.5|2(?:\.5)?|3)-(?!vl)|qwen3-next|\bdeepseek[- ](?:v[23]|r1|"
+    r"3)?[- ](?!vl)|\bqwen(?:1\.5|2(?:\.5)?|3)-(?!vl)|qwen3-next|\bdeepseek[- ](?:v[2-4]|r1|"
     r"coder|llm|math)|gpt-?oss|\bmistral[- ]7b|\bmixtral|\bopt-\d|\bsmollm|\bphi-?[1-4]\b(?!"
     r"[.-]?\d?[- ]?(?:vision|multimodal))|\bgemma[- ]?[12]\b|\bvicuna|\bfalcon|\binternlm|"
     r"\bgranite|\bolmo|\bnemotron|\bernie-?4\.5(?!-vl)|\bmimo(?!-vl)|\bkimi-k2|\bminimax|"

@@ -65,6 +65,7 @@ INSTALL_RE = _rx(r"\[installation\]|\binstall(?:ation|ing)? (?:error|fail)|not i
 TESTS_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:\[(?:ci|tests?|ci/build|testing)\]|"
                      r"(?:add|adds|added|new|introduce)\b[^\n]{0,60}\b(?:tests?|ci|benchmarks? "
                      r"(?:suite|job)s?)\b)")
+_MEASURED_TITLE_RE = _rx(r"\bmeasured\b|\d+(?:\.\d+)?\s?%|\d\s?ms\b")
 DOCS_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:docs?(?:\([^)]*\))?\s*:|\[docs?\])|^\s*\[doc\]")
 # A graph crash is one the thread places at capture or replay, not any crash near graphs.
 CAPTURE_RE = _rx(r"\bcaptur\w*|\breplay\w*|cuda_?graph_runner|graph\.replay")
@@ -91,7 +92,9 @@ def classify(w: Wording, signals: Signals) -> Verdict:
     # The reporter places the crash at capture or replay, or the pasted output does and
     # no sentence says graphs were off in the run that failed.
     graph_crash = crash and bool(hits(CAPTURE_RE, text, 1) or (
-        hits(CAPTURE_RE, w.body, 1) and not hits(GRAPHS_OFF_RE, text, 1)))
+        hits(CAPTURE_RE, w.body, 1) and not hits(GRAPHS_OFF_RE, text, 1)) or (
+        # "MTP + FULL_AND_PIECEWISE cudagraph deadlocks": the title puts it in graph runs.
+        hits(CRASH_RE, w.title, 1) and hits(GRAPH_RE, w.title, 1)))
     capture_cost = bool(hits(CAPTURE_COST_RE, text, 1))
     perf = bool(perf_words) or signals.has_numbers or graph_crash or capture_cost
     v = Verdict(False, False, graph, crash, graph_crash)
@@ -118,7 +121,7 @@ def classify(w: Wording, signals: Signals) -> Verdict:
         # Speed words in the engine's own log lines are not a question about speed.
         reasons.append("a crash outside graph capture or replay, with no question about speed")
     if not reasons:
-        reasons.extend(_request_kind(w, signals, perf))
+        reasons.extend(_request_kind(w, signals, perf, capture_cost))
 
     v.in_scope = not reasons
     if v.in_scope:
@@ -139,11 +142,15 @@ def classify(w: Wording, signals: Signals) -> Verdict:
     return v
 
 
-def _request_kind(w: Wording, signals: Signals, perf: bool) -> list[str]:
+def _request_kind(w: Wording, signals: Signals, perf: bool,
+                  capture_cost: bool = False) -> list[str]:
     """A feature request, a usage question, an installation problem or a documentation
-    change, by the title's tag or the reporter's own words (not a template's headings)."""
+    change, by the title's tag or the reporter's own words (not a template's headings).
+    A request that measures what it asks about (the time capturing graphs takes, a share
+    of the step time) reports performance."""
     feature = hits(FEATURE_RE, w.title, 1)
-    if feature and not hits(SPEED_RE, w.title, 1):
+    asks_perf = capture_cost or bool(_MEASURED_TITLE_RE.search(w.title))
+    if feature and not hits(SPEED_RE, w.title, 1) and not asks_perf:
         # "[Feature]"/"[RFC]" asks for something new, whatever numbers argue for it.
         return [f"a feature request ({feature[0]!r})"]
     measured = signals.has_numbers and perf
@@ -156,7 +163,7 @@ def _request_kind(w: Wording, signals: Signals, perf: bool) -> list[str]:
     for label, pattern in (("a usage question", USAGE_RE), ("a feature request", FEATURE_RE),
                            ("an installation problem", INSTALL_RE)):
         where = hits(pattern, w.title, 1) or hits(pattern, w.prose[:3000], 1)
-        if where and not (measured or compared):
+        if where and not (measured or compared or asks_perf):
             out.append(f"{label} ({where[0]!r})")
     return out
 

@@ -105,11 +105,20 @@ _ERROR_NAME_RE = _rx(r"\w+Error: ")
 
 
 def crash_output(text: str) -> list[str]:
-    """The first sign of error output in `text`: a traceback, a CUDA error, `XxxError: `."""
+    """The first sign of error output in `text`: a traceback, a CUDA error, `XxxError: `,
+    or a failed `assert` the text says it failed at."""
     found = hits(CRASH_OUTPUT_RE, text, 1)
     if not found and "error: " in text.lower():
         found = hits(_ERROR_NAME_RE, text, 1)
+    if not found and "assert" in text:
+        found = hits(_FAILED_ASSERT_RE, text, 1)
     return found
+
+
+# "... and fail at:" then `assert 0 < n <= m` a few lines below, or an assert in an error log.
+_FAILED_ASSERT_RE = re.compile(
+    r"\b(?:fail\w*|error|raises?|abort\w*)\b[^\n]*\n(?:[^\n]*\n){0,2}?\s*assert\s+\S|"
+    r"ERROR\b[^\n]*\]\s+assert\s+\S", re.I)
 # The run that failed had graphs off: its crash is not one of capture or replay.
 GRAPHS_OFF_RE = _rx(
     r"(?:cuda[-_ ]?graphs?|cudagraphs?) (?:are |is |were |was )?(?:disabled|off|turned off)|"
@@ -118,7 +127,10 @@ GRAPHS_OFF_RE = _rx(
 # Capturing graphs costs memory and start-up time: a cost the thread may ask about.
 CAPTURE_COST_RE = _rx(
     r"(?:captur\w*|cuda[-_ ]?graphs?|cudagraphs?)[^.\n]{0,60}\b(?:memory|\d+(?:\.\d+)?\s?"
-    r"(?:GiB|GB|MiB)|OOM|out of memory|start-?up time)\b"
+    r"(?:GiB|GB|MiB)|OOM|out of memory|start-?up time)\b|"
+    # the time capturing takes: "Capture cuda graph end. Time elapsed: 62.67 s"
+    r"captur\w*[^\n]{0,60}?\b(?:time elapsed|takes|took)\b[^\n]{0,20}?\d+(?:\.\d+)?\s?"
+    r"(?:s|sec|seconds|min|minutes)\b"
 )
 # Output quality rather than speed: eval scores, outputs that differ between arms.
 ACCURACY_RE = fast(

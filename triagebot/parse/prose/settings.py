@@ -23,7 +23,7 @@ _K_RE = fast(
     r"(?<![\w-])MTP[- ]?" + r"([1-9])\b(?![.%])|"
     # "depth 3" of a draft tree, llama.cpp's `n_max=2`.
     r"\b(?:draft |tree |spec(?:ulation)? )?depth\s*(?:=|:|of)?\s*([1-9]\d?)\b(?![.%])|"
-    r"\bn_max\s*=\s*([1-9]\d?)\b|"
+    r"\bn_max\s*=\s*([1-9]\d?)\b|\bgamma\s*=\s*([1-9]\d?)\b|"
     r"(?<![\w-])[kK]\s?=\s?" + r"([1-9]\d?)\b|"
     r"\b(?:requested_)?draft_tokens\s*(?:=|:)\s*" + _INT + r"\b|"
     # TensorRT-LLM's config: `max_draft_len: 3`.
@@ -31,7 +31,7 @@ _K_RE = fast(
     r"\b([1-9]\d?)\s+(?:requested\s+)?(?:speculative|draft|spec)\s+tokens\b|"
     # `mtp=1 + eager`: a method with its token count, as arms are often named.
     r"(?<![\w-])(?:mtp|eagle3?|ngram|dflash|draft)\s?=\s?([1-9]\d?)\b(?!\s*(?:\.|%))",
-    'nsmkrde0123456789')
+    'nsmkrdegt0123456789')
 _TEMP_RE = fast(r"\btemp(?:erature)?\b" + _IS + r"(\d(?:\.\d+)?)\b",
     't')
 # A client concurrency stated once. Not a server limit (`--max-num-seqs`, a max batch
@@ -122,7 +122,7 @@ _CONC_HINT_RE = re.compile(r"conc|batch|\bbs\b|bs\s?=|single|one req|并发|\bc=
 _HEX_LETTER_RE = re.compile(r"[a-f]")
 # Words around every k pattern: "num_speculative_tokens", "spec_len", "MTP1", "k=3", "mtp=1",
 # "draft_tokens", "3 speculative tokens".
-_K_HINT_RE = re.compile(r"spec|mtp|k\s?=|draft|eagle|ngram|dflash|tokens")
+_K_HINT_RE = re.compile(r"spec|mtp|k\s?=|draft|eagle|ngram|dflash|tokens|gamma")
 
 
 def _concurrency(no: int, text: str, raw: str, kind: str, facts: Facts) -> None:

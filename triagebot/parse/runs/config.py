@@ -98,7 +98,7 @@ _FRAGMENT_SETTINGS = frozenset({"spec_config", "method", "num_speculative_tokens
 
 def _put_flag(run: RunConfig, program: str, flag: str, value: str | None, line: int,
               text: str) -> None:
-    low = flag.lower()
+    low = flag.lower().replace("_", "-") if "." in flag else flag.lower()
     # Dotted forms: `-O.cudagraph_mode=FULL`, `--speculative-config.method eagle`.
     for prefix, key in (("-o.", "compilation_config"), ("-cc.", "compilation_config"),
                         ("--compilation-config.", "compilation_config"),
