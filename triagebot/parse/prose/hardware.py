@@ -64,6 +64,9 @@ def gpus(lines: list[Line], facts: Facts) -> None:
     for no, line, kind in lines:
         if not _HINT_RE.search(line.lower()):
             continue
+        if "found" in line and (m := _FOUND_DEVICES_RE.search(line)):
+            # llama.cpp's device list: "ggml_cuda_init: found 1 CUDA devices".
+            facts.add("gpu_count", int(m.group(1)), no, line, "prose", kind)
         if "--gpus" in line:
             # `docker run --gpus '"device=0,1"'` lists the devices the container gets.
             for m in _DOCKER_DEVICES_RE.finditer(line):
@@ -75,10 +78,11 @@ def gpus(lines: list[Line], facts: Facts) -> None:
 # Every device name has a letter next to two digits, or is L4, T4, M1-M5, Gaudi or Apple
 # Silicon; every count is "N x", "N GPUs" or a word before a device.
 _HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|\brx\s?\d|\b[2-5]0[6-9]0\b|mi\d{3}|\b[ltm][1-5]\b|\d\s?[x×*]|gpu|silicon|"
-                      r"gaudi|ascend|\barc\s?(?:pro\s?)?[ab]\d|9[13]0[bc]|310p|[卡张]")
+                      r"gaudi|found \d+ \w+ device|ascend|\barc\s?(?:pro\s?)?[ab]\d|9[13]0[bc]|310p|[卡张]")
 _NODES_RE = re.compile(r"(?<![\w.])(\d{1,2})\s?(?:nodes?|machines?|servers?|hosts?)\s?"
                        r"(?:[x×*]|with|of)\s?(\d{1,2})\s?[x×*]?\s?(?=(?:NVIDIA\s+)?(?:GB\d|[ABHL]\d|"
                        r"H20|RTX|MI\d|GPUs?\b))", re.I)
+_FOUND_DEVICES_RE = re.compile(r"\bfound (\d{1,2}) (?:CUDA|ROCm|HIP|Vulkan|SYCL|Metal) devices?\b")
 _DOCKER_DEVICES_RE = re.compile(r"--gpus[ =]['\"]*device=(\d{1,2}(?:,\d{1,2})*)['\"\s]")
 _QUOTED_RE = re.compile(r"\"[^\"\n]{8,300}\"|“[^”\n]{8,300}”")
 # Sentences of a line: "The paper reports 3x on an A100. On my RTX 4090 I get 1.2x."

@@ -32,7 +32,8 @@ _K_RE = fast(
     # `mtp=1 + eager`: a method with its token count, as arms are often named.
     r"(?<![\w-])(?:mtp|eagle3?|ngram|dflash|draft)\s?=\s?([1-9]\d?)\b(?!\s*(?:\.|%))",
     'nsmkrdegt0123456789')
-_TEMP_RE = fast(r"\btemp(?:erature)?\b" + _IS + r"(\d(?:\.\d+)?)\b",
+# `"temperature": 0` in a request body pasted as JSON counts like the prose.
+_TEMP_RE = fast(r"\btemp(?:erature)?\b[\"']?" + _IS + r"(\d(?:\.\d+)?)\b",
     't')
 # A client concurrency stated once. Not a server limit (`--max-num-seqs`, a max batch
 # size), nor a measured average, nor a flag's name (`--batch-size`: the runs read flags).
@@ -58,7 +59,7 @@ _CONC_SWEEP_RE = fast(
 # Running requests a decode log reports: SGLang `#running-req: 1`, vLLM `Running: 1 reqs`.
 _RUNNING_RE = re.compile(r"#running-req:\s*(\d+)|\bRunning:\s*(\d+) reqs")
 _MAXTOK_RE = fast(
-    r"\bmax[-_ ](?:new[-_ ])?tokens" + _IS + _INT + r"\b|"
+    r"\bmax[-_ ](?:new[-_ ])?tokens[\"']?" + _IS + _INT + r"\b|"
     r"\boutput[-_ ](?:length|len)" + _IS + _INT + r"\b|"
     r"(?<![\d,.])(\d{2,6}) (?:output )?tokens generated\b|"
     r"\bgenerat(?:e|es|ing) (\d{2,6}) (?:new |output )?tokens\b|"
@@ -138,7 +139,7 @@ def _concurrency(no: int, text: str, raw: str, kind: str, facts: Facts) -> None:
             facts.add("concurrency_log", int(m.group(1) or m.group(2)), no, raw, "prose", kind)
 
 
-_K_HEADER_RE = re.compile(r"^\s*(?:spec[_ -]?len|k|num[_ ]spec(?:ulative)?[_ ]tokens|"
+_K_HEADER_RE = re.compile(r"^\s*(?:spec[_ -]?len|k|n[-_ ]?max|num[_ ]spec(?:ulative)?[_ ]tokens|"
                           r"(?:num[_ ])?draft[_ ]tokens|mtp[_ ]?(?:tokens|k)?|gamma|"
                           r"speculative[_ ]tokens|n[_ ]?spec)\s*$", re.I)
 
