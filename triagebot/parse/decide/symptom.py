@@ -26,7 +26,8 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.I)
 
 
-_SPEED_NOUN = r"(?:throughput|performance|speed|tok(?:en)?s?/s|tps|qps|metrics|generation rate)"
+_SPEED_NOUN = (r"(?:throughput|performance|speed|tok(?:en)?s?/s(?:ec)?|tps|qps|metrics|"
+               r"generation rate)")
 # Slower, in a clause about speed.
 SLOWER_RE = fast(
     r"\bslow(?:er|s down|ed down|down|ing(?: things)? down)\b|\b(?:poor|worse|bad|lower|"
@@ -39,10 +40,11 @@ SLOWER_RE = fast(
     r"(?:regression|increase)|\bnet (?:loss|negative)\b|\bslows\b[^.\n]{0,40}\bby \d|"
     # "62% of the throughput without it", "disabling MTP restores 1.4x"
     r"(?<![\d.])\d{1,2}(?:\.\d+)?\s?% of the (?:throughput|speed|performance|tok/s)\b|"
-    r"\bdisabl\w* (?:the )?(?:spec\w*|mtp|eagle\w*|draft\w*|ngram)[^.\n]{0,30}\brestor\w*|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
+    r"\bdisabl\w* (?:the )?(?:spec\w*|mtp|eagle\w*|draft\w*|ngram)[^.\n]{0,30}\brestor\w*|"
+    r"\bkills? (?:the |my |our )?" + _SPEED_NOUN + r"|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
     # Chinese: performance/throughput falls, degraded, slower.
     r"(?:性能|吞吐|速度)\s?(?:下降|降低|劣化|变差)|劣化|变慢",
-    "spwbldrutqmghin0123456789<性吞速劣变")
+    "spwbldrutqmghink0123456789<性吞速劣变")
 # A speed-up smaller than hoped for: the run is not slower than its baseline.
 UNDERWHELMING_RE = fast(
     r"\bno (?:\w+ )?(?:gain|speed-?up|improvement|benefit)s?\b|\bnot (?:improved|faster)\b|"
@@ -63,7 +65,7 @@ ACCEPT_DROP_RE = fast(
     r"(?:lower|drop in|decreas\w* in|regression in|low|poor|reduced|lowering|degradation "
     r"(?:in|of))\s+(?:the\s+)?(?:mean\s+)?accept\w*|"
     r"incorrect rejection|rejection sampling behavio|draft logits|"
-    r"(?<![\d.])0(?:\.0+)?\s?%\s+(?:\w+\s+)?accept\w*|accept\w*(?: rate)?\s*(?:of|is|=|:|at|"
+    r"(?<![\d.])0(?:\.0+)?\s?%\s+(?:\w+\s+){0,2}accept\w*|accept\w*(?: rate)?\s*(?:of|is|=|:|at|"
     r"drops? to|falls? to)?\s*[0-4](?:\.\d+)?\s?%|accept\w*(?: rate| length)?\s+(?:is\s+)?"
     r"(?:near|close to|almost|nearly|practically) (?:zero|0)|"
     # An accepted length near 1 in other words: "1.02 tokens per step", "AL stuck at 1.0".
@@ -108,6 +110,7 @@ FEATURE_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:support|add|apply|implement|en
                        r"introduce|use|optimi[sz]e|speed ?up|accelerate|refactor|expose|fuse|"
                        r"reduce|remove|avoid|skip|cache|batch|overlap|improve|align|move|allow|"
                        r"capture|replace|reuse|precompute|vectori[sz]e|port|extend|integrate)\b")
+_TAGS_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)+:?\s*")
 # Words that report a problem even in a pull request that adds something.
 _PROBLEM_WORDS = ("misleading", "no-op", "noop", "silently", "broken", "wrong", "regression",
                   "regressions", "regressed", "downgrade", "downgrades", "downgraded")
@@ -173,7 +176,9 @@ def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash
     problem = hits(BUG_RE, text, 2) + hits(UNDERWHELMING_RE, text, 1)
     if measured and (problem or slower or slower_title or not FEATURE_TITLE_RE.search(title)):
         return measured[0], [measured[1]]
-    if FEATURE_TITLE_RE.search(title) and not hits(BUG_RE, title, 1) and not any(
+    # "[BugFix] Add support for X": the tag files it; the title's verb says it adds a feature.
+    untagged = _TAGS_RE.sub("", title)
+    if FEATURE_TITLE_RE.search(title) and not hits(BUG_RE, untagged, 1) and not any(
             b.lower() in _PROBLEM_WORDS for b in problem):
         return None, ["a feature or optimisation with no problem reported"]
     if problem or slower or slower_title:

@@ -20,7 +20,8 @@ _NAME = (
     r"(?:(?i:GB\d{2,3}|[ABHL]\d{2,3}[A-Z]?X?|H20|L4|L40S?|T4|V100|P100|A6000|"
     r"RX\s?\d{4}(?:\s?XTX?|\s?GRE)?|"
     # A GeForce number without "RTX" is a device only with its memory beside it: "5090 32G".
-    r"[2-5]0[6-9]0(?:\s?Ti)?(?=\s\d{2}\s?GB?\b)|"
+    r"[2-5]0[6-9]0(?:\s?Ti)?(?=\s\d{2}\s?GB?\b|'?s\b)|(?<=\d[x×] )[2-5]0[6-9]0(?:\s?Ti)?|"
+    r"(?<=\d[x×])[2-5]0[6-9]0(?:\s?Ti)?|"
     r"RTX\s?(?:PRO\s?)?\d{4}(?:\s?Ti|\s?Ada)?|RTX\s?A\d{4}|MI\d{3}X?)|"
     r"M[1-5]\s(?:Pro|Max|Ultra)|Apple\s(?:Silicon|M[1-5](?:\s(?:Pro|Max|Ultra))?)|"
     r"Gaudi\s?\d?|Arc\s?(?:Pro\s?)?[AB]\d{2,3}|Ascend\s?\d{3}[A-Z]?\d?|(?i:9[13]0[BC]\d?|310P\d?))"
@@ -32,7 +33,7 @@ _GPU_RE = fast(
     '0123456789ngaibhltvprm2345', 0)
 _SIZE_FIRST_RE = re.compile(r"^(\d{2,3}\s?GB)\s+(.*)$")
 _GPU_COUNT_RE = re.compile(
-    r"(?<![\w.])(\d{1,2})\s?[x×*]\s?(?=(?:NVIDIA\s+|Huawei\s+|Intel\s+)?(?:GB\d|Arc\b|[ABHL]\d|H20|RTX|MI\d|V100|T4|A6000|"
+    r"(?<![\w.])(\d{1,2})\s?[x×*]\s?(?=(?:NVIDIA\s+|Huawei\s+|Intel\s+)?(?:GB\d|Arc\b|[2-5]0[6-9]0\b|[ABHL]\d|H20|RTX|MI\d|V100|T4|A6000|"
     r"Ascend|9[13]0[BC]))",
     re.I,
 )
