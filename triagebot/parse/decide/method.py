@@ -15,7 +15,9 @@ _NATIVE_MTP_MODEL_RE = re.compile(r"deepseek-(?:v3|r1)|qwen3[.-]?next|glm-4\.[5-
 # with a separate small model ("a draft model", "draft-model speculation", "standalone").
 _METHOD_WORD = (r"eagle[-_ ]?3|eagle[-_ ]?1?|[a-z0-9]+(?:_[a-z0-9]+)*_mtp|mtp\d?|nextn|n-?gram|prompt[-_ ]lookup|"
                 r"draft[-_ ]model (?:speculat\w*|decoding|method)|(?:a|separate|small|smaller|"
-                r"standalone|independent) draft[-_ ]model|medusa|dflash|suffix decoding")
+                r"standalone|independent) draft[-_ ]model|medusa|dflash|suffix decoding|"
+                # "Tokens/sec (with draft)": a draft model named by its role alone
+                r"with(?:out)? (?:a |the )?draft(?![-_ ]?(?:tokens?|len|n|max|acceptance))")
 _PROSE_METHOD_RE = re.compile(r"(?<![\w-])(" + _METHOD_WORD + r")(?![\w-])", re.I)
 # A method value quoted in a sentence: (`method="draft_model"`), `"method": "mtp"`.
 _QUOTED_METHOD_RE = re.compile(r"""\bmethod["']?\s*[=:]\s*["'`]?([\w-]+)""", re.I)
@@ -124,6 +126,8 @@ def _method_of_draft(name: str) -> str | None:
 
 def _canonical(word: str) -> str | None:
     low = word.lower()
+    if low.startswith("with"):
+        return "draft_model"
     if "draft" in low:
         return "draft_model"
     if low.endswith("_mtp"):

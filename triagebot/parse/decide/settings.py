@@ -64,6 +64,10 @@ def _gpu(a: Assembler) -> None:
         groups.setdefault(_device_core(f.value), []).append(f)
     labelled = {core: g for core, g in groups.items()
                 if any(_HARDWARE_LABEL_RE.match(f.text) for f in g)}
+    primary = {core: g for core, g in labelled.items()
+               if any(_PRIMARY_RE.match(f.text) for f in g)}
+    if len(primary) == 1:
+        labelled = primary  # "Primary device: X", "Secondary device: Y"
     if len(groups) > 1 and len(labelled) == 1:
         # A `GPU: X` line is the reporter's device; another named elsewhere is a
         # platform compared against or someone else's.
@@ -78,8 +82,9 @@ def _gpu(a: Assembler) -> None:
         a.cite("gpu", same)
 
 
-_HARDWARE_LABEL_RE = re.compile(r"^\W*(?:gpus?|hardware|devices?|accelerators?|npus?)\W*"
-                                r"[:=]", re.I)
+_HARDWARE_LABEL_RE = re.compile(r"^\W*(?:(?:primary|main|secondary|other|second)\s+)?(?:gpus?|"
+                                r"hardware|devices?|accelerators?|npus?)\W*[:=]", re.I)
+_PRIMARY_RE = re.compile(r"^\W*(?:primary|main)\s", re.I)
 
 
 def _device_core(name: str) -> str:
