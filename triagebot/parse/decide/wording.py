@@ -33,7 +33,8 @@ _TEMPLATE_HEADING_RE = re.compile(
     r"environment|checklist|before submitting a new issue|alternatives|additional context|"
     r"motivation|related resources|name and version|operating systems|which .* modules do "
     r"you know to be affected|command line|problem description & steps to reproduce|"
-    r"first bad commit|relevant log output)\W*$", re.I)
+    r"first bad commit|relevant log output|how to reproduce|steps to reproduce|to reproduce)\W*$",
+    re.I)
 # A command quoted in a sentence: `vllm serve ... --enforce-eager`.
 _INLINE_COMMAND_RE = re.compile(
     r"`\s*(?:\$\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:vllm|python3?|sglang|llama-[\w-]+|docker|"
