@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import seed_path, shared_files, shared_path
+from tests.parse.test_fuzz_dev import scorer
 from triagebot.parse import parse_report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reports"
@@ -105,10 +106,12 @@ def test_seed_004_ignores_versions_in_downstream_commits() -> None:
     assert req.engine_version is None
 
 
-@pytest.mark.parametrize("path", shared_files("parse-dev", "*.json"))
+@pytest.mark.parametrize("path", shared_files("parse-dev", "*.json")
+                         + shared_files("parse-dev-new", "*.json"))
 def test_dev_scope(path: Path) -> None:
     item = json.loads(path.read_text())
-    req = parse_report(item["text"], title=item["title"])
+    req = parse_report(item["text"], title=item["title"],
+                       repo=scorer().repo_of(item.get("url")))
     assert req.in_scope == item["labels"]["in_scope"], req.classification
     if not req.in_scope:
         assert req.classification.out_of_scope_reasons

@@ -17,7 +17,8 @@ CASES = Path(__file__).parent / "cases"
 
 
 def _texts() -> list[str]:
-    dev = sorted(shared_path("parse-dev").glob("*.json"))
+    dev = sorted([*shared_path("parse-dev").glob("*.json"),
+                  *shared_path("parse-dev-new").glob("*.json")])
     texts = [json.loads(p.read_text())["text"] for p in dev]
     texts += [p.read_text() for p in sorted(CASES.glob("*.md"))]
     texts += [json.loads(p.read_text())["title"] for p in sorted(CASES.glob("*.expect.json"))]

@@ -13,7 +13,8 @@ _NATIVE_MTP_MODEL_RE = re.compile(r"deepseek-(?:v3|r1)|qwen3[.-]?next|glm-4\.[5-
                                   r"ernie-4\.5|kimi-k2|longcat|step-?3", re.I)
 # "Draft model" alone is what every method calls its drafter; the method it names is one
 # with a separate small model ("a draft model", "draft-model speculation", "standalone").
-_METHOD_WORD = (r"eagle[-_ ]?3|eagle[-_ ]?1?|[a-z0-9]+(?:_[a-z0-9]+)*_mtp|mtp\d?|nextn|n-?gram|prompt[-_ ]lookup|"
+_METHOD_WORD = (r"eagle[-_ ]?3|eagle[-_ ]?1?|[a-z0-9]+(?:_[a-z0-9]+)*_mtp|mtp\d?|nextn|n-?gram|"
+                r"prompt[-_ ]lookup|"
                 r"draft[-_ ]model (?:speculat\w*|decoding|method)|(?:a|separate|small|smaller|"
                 r"standalone|independent) draft[-_ ]model|medusa|dflash|suffix decoding|"
                 # "Tokens/sec (with draft)": a draft model named by its role alone

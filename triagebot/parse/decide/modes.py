@@ -15,8 +15,8 @@ from triagebot.model import ReportedNumber
 from triagebot.parse.common import Fact, as_bool, canonical_mode
 from triagebot.parse.decide.arms import kinds_of_arms, run_has_spec
 from triagebot.parse.decide.assembler import Assembler
-from triagebot.parse.runs import RunConfig
 from triagebot.parse.decide.words import EFFECT_RE, RAN_RE, baseline_words, hits
+from triagebot.parse.runs import RunConfig
 
 _ENCODER_RE = re.compile(r"\bvit\b|vision (?:encoder|tower)|mm[-_ ]encoder|encoder[-_ ]"
                          r"(?:cuda ?graph|cudagraph|graph)|cudagraph_mm_encoder|vit_cuda_graph",
@@ -28,8 +28,8 @@ _EAGER_RE = re.compile(r"(?<![\w-])(?:--)?(?:eager(?:ly| mode| path| execution)?
 _NOT_EAGER_RE = re.compile(r"\s*[=:]\s*[`'\"]?(?:false|0|no|off)\b", re.I)
 # A graph named as a mode, not a flag or field about graphs (`--cuda-graph-max-bs`,
 # `cudagraph_capture_sizes`) whose `-`/`_` neighbours this pattern refuses.
-_GRAPH_RE = re.compile(r"(?<![\w-])(?:(?i:cuda[ ]?graphs?|cudagraphs?|graph mode|(?:acl|npu|hip)[ ]?graphs?|"
-                       r"aclgraph|torchair)|CG)"
+_GRAPH_RE = re.compile(r"(?<![\w-])(?:(?i:cuda[ ]?graphs?|cudagraphs?|graph mode|"
+                       r"(?:acl|npu|hip)[ ]?graphs?|aclgraph|torchair)|CG)"
                        r"(?![\w-])")
 _FULL_RE = re.compile(
     r"\bfull(?:_and_piecewise|_decode_only)?[ _-]*(?:decode[ _-]*)?(?:cuda[ _-]?graphs?|"

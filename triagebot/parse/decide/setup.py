@@ -244,8 +244,8 @@ def _command_of(a: Assembler, f: Fact) -> str:
 
 def _mounted(value: str, text: str) -> str:
     """A model path inside a container, as the host path mounted there."""
-    if not value.startswith("/") or "-v" not in text and "--volume" not in text and \
-            "--mount" not in text:
+    if not value.startswith("/") or ("-v" not in text and "--volume" not in text and \
+            "--mount" not in text):
         return value
     for m in _MOUNT_RE.finditer(text):
         host, inside = m.group(1), m.group(2).rstrip("/")

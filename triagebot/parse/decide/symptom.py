@@ -35,13 +35,15 @@ SLOWER_RE = fast(
     r"slower|poorly)|\bunderperform\w*|" + _SPEED_NOUN + r"\b[^.,;\n]{0,30}?\b(?:drops?|"
     r"dropped|decreas\w*|degrad\w*|regress\w*|fell|falls|goes down|went down|is lower|was "
     r"lower|reduced)\b|\b(?:drop|decrease|degradation|regression|loss|reduction) (?:in|of) "
-    r"(?:the )?" + _SPEED_NOUN + r"|\b(?:decreas|regress)\w* (?:the )?" + _SPEED_NOUN + r"|\bdegrad\w* "
+    r"(?:the )?" + _SPEED_NOUN + r"|\b(?:decreas|regress)\w* (?:the )?" + _SPEED_NOUN
+    + r"|\bdegrad\w* "
     r"(?:the )?" + _SPEED_NOUN + r"|\b(?:higher|increased?) (?:e2e )?latency|latency "
     r"(?:regression|increase)|\bnet (?:loss|negative)\b|\bslows\b[^.\n]{0,40}\bby \d|"
     # "62% of the throughput without it", "disabling MTP restores 1.4x"
     r"(?<![\d.])\d{1,2}(?:\.\d+)?\s?% of the (?:throughput|speed|performance|tok/s)\b|"
     r"\bdisabl\w* (?:the )?(?:spec\w*|mtp|eagle\w*|draft\w*|ngram)[^.\n]{0,30}\brestor\w*|"
-    r"\bkills? (?:the |my |our )?" + _SPEED_NOUN + r"|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
+    r"\bkills? (?:the |my |our )?" + _SPEED_NOUN
+    + r"|\b0\.\d+\s?[x×](?![\w])|< ?no_|\bhave decreased\b|"
     # Chinese: performance/throughput falls, degraded, slower.
     r"(?:性能|吞吐|速度)\s?(?:下降|降低|劣化|变差)|劣化|变慢",
     "spwbldrutqmghink0123456789<性吞速劣变")
@@ -59,8 +61,8 @@ UNDERWHELMING_RE = fast(
     r"(?:无|没有|没)\s?(?:收益|提升|加速)",
     "nhdcfwlsbiuo无没")
 ACCEPT_DROP_RE = fast(
-    r"(?:accept\w*|\bacc\.?(?= len))(?: rate| length| len)?\b(?:(?!throughput|speed|latency|tok/s|tokens/s|"
-    r"performance)[^.\n]){0,60}?\b(?:lower|drop\w*|decreas\w*|regress\w*|worse|degrad\w*|"
+    r"(?:accept\w*|\bacc\.?(?= len))(?: rate| length| len)?\b(?:(?!throughput|speed|latency|"
+    r"tok/s|tokens/s|performance)[^.\n]){0,60}?\b(?:lower|drop\w*|decreas\w*|regress\w*|worse|degrad\w*|"
     r"collaps\w*|reduced|low|fell|falls|incorrect)\b|"
     r"(?:lower|drop in|decreas\w* in|regression in|low|poor|reduced|lowering|degradation "
     r"(?:in|of))\s+(?:the\s+)?(?:mean\s+)?accept\w*|"

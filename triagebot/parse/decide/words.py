@@ -80,7 +80,8 @@ PERF_RE = fast(
     r"\bspeed(?:-?up|s)?\b|\bTPOT\b|\bTTFT\b|\bITL\b|\bE2E\b|acceptance|\bbenchmark|\bregress|"
     r"\boverhead\b|\bms\b|\d\s?ms\b|\bx faster|\bbottleneck|\bno[- ]op\b|\bstep time|"
     r"\bdecode time|" + _FACTOR + r"|\bgains?\b|\bstress test|"
-    r"\bload test|\bacc\.? len(?:gth)?\b|\baccepted (?:tokens|length)\b|\blaunch[- ]bound\b|\bnet[- ]negative\b|"
+    r"\bload test|\bacc\.? len(?:gth)?\b|\baccepted (?:tokens|length)\b|\blaunch[- ]bound\b|"
+    r"\bnet[- ]negative\b|"
     r"\bcosts? more than\b|" + CJK_SPEED + "|" + CJK_ACCEPTANCE,
     "putlsfieabromxndgc0123456789" + CJK_SPEED_FIRST + CJK_ACCEPTANCE_FIRST)
 # Speed itself, the question a performance thread asks (PERF_RE also has "benchmark" and

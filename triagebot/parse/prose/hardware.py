@@ -78,8 +78,9 @@ def gpus(lines: list[Line], facts: Facts) -> None:
 
 # Every device name has a letter next to two digits, or is L4, T4, M1-M5, Gaudi or Apple
 # Silicon; every count is "N x", "N GPUs" or a word before a device.
-_HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|\brx\s?\d|\b[2-5]0[6-9]0\b|mi\d{3}|\b[ltm][1-5]\b|\d\s?[x×*]|gpu|silicon|"
-                      r"gaudi|found \d+ \w+ device|ascend|\barc\s?(?:pro\s?)?[ab]\d|9[13]0[bc]|310p|[卡张]")
+_HINT_RE = re.compile(r"[abhl]\d{2}|gb\d|rtx|\brx\s?\d|\b[2-5]0[6-9]0\b|mi\d{3}|\b[ltm][1-5]\b|"
+                      r"\d\s?[x×*]|gpu|silicon|gaudi|found \d+ \w+ device|ascend|"
+                      r"\barc\s?(?:pro\s?)?[ab]\d|9[13]0[bc]|310p|[卡张]")
 _NODES_RE = re.compile(r"(?<![\w.])(\d{1,2})\s?(?:nodes?|machines?|servers?|hosts?)\s?"
                        r"(?:[x×*]|with|of)\s?(\d{1,2})\s?[x×*]?\s?(?=(?:NVIDIA\s+)?(?:GB\d|[ABHL]\d|"
                        r"H20|RTX|MI\d|GPUs?\b))", re.I)

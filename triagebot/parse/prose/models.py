@@ -113,8 +113,8 @@ _DIGIT_RE = re.compile(r"\d")
 _SUGGESTION_RE = re.compile(r"suggest|\btry|trying|\bcould\b|\bmight\b|\bmaybe\b|recommend|"
                             r"instead|should")
 # "`org/x` as the draft model", "using X as draft": a role stated after the name.
-_AS_DRAFT_RE = re.compile(r"^\W{0,3}\s*(?:as|for) (?:the |a |our )?(?:draft|speculator|assistant)\b",
-                          re.I)
+_AS_DRAFT_RE = re.compile(r"^\W{0,3}\s*(?:as|for) (?:the |a |our )?(?:draft|speculator|"
+                          r"assistant)\b", re.I)
 _DRAFT_BEFORE_RE = re.compile(r"(draft|speculat\w*|assistant)\s+(model|head)?[\s*]*(is|:|=|-)?"
                               r"[\s*`\[]*$")
 
