@@ -35,9 +35,11 @@ def test_the_cases_cover_scope_both_ways() -> None:
 def test_every_stated_value_has_evidence(path: Path) -> None:
     spec = _spec(path)
     req = parse_report(path.read_bytes(), title=spec["title"], repo=spec.get("repo"))
-    for field in ("engine_version", "spec_method", "gpu", "gpu_count", "temperature",
-                  "max_tokens", "concurrency", "tensor_parallel_size", "models",
-                  "draft_models"):
+    # Every field the auto-triage comment states quotes where it was read (issue 43).
+    for field in ("engine", "engine_version", "engine_commit", "spec_method", "gpu",
+                  "gpu_count", "temperature", "max_tokens", "concurrency",
+                  "tensor_parallel_size", "data_parallel_size", "models", "draft_models",
+                  "num_speculative_tokens", "modes_compared", "modality", "symptom"):
         if getattr(req, field) not in (None, []):
             assert req.evidence.get(field), f"{field}={getattr(req, field)!r} has no evidence"
 

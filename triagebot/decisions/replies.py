@@ -24,6 +24,29 @@ _FIELD_WORDS = {
     "symptom": "symptom", "temperature": "temperature", "max_tokens": "max tokens",
     "concurrency": "concurrency",
 }
+# The `key=value` override a maintainer writes to correct each field (triagebot.overrides).
+_OVERRIDE_KEYS = {
+    "engine": "engine", "engine_version": "version", "models": "model", "draft_models": "draft",
+    "spec_method": "spec", "num_speculative_tokens": "k", "modes_compared": "modes",
+    "gpu": "gpu", "tensor_parallel_size": "tp", "temperature": "temperature",
+    "max_tokens": "max_tokens", "concurrency": "concurrency",
+}
+
+
+def _cell(markdown: str) -> str:
+    """Markdown for a table cell: a `|` inside it, even in a code span, would end the cell."""
+    return markdown.replace("|", "\\|")
+
+
+def _quoted_evidence(request: ReproRequest, field: str) -> str:
+    """Where a field's value was read: the first line it came from, quoted as code."""
+    evidence = request.evidence.get(field) or []
+    if not evidence:
+        return "–"
+    ev = evidence[0]
+    where = "title" if ev.line == 0 and ev.source in ("prose", "title") else \
+        f"line {ev.line}" if ev.line else ev.source
+    return f"{where}: {code_span(' '.join(ev.text.split()), 100)}"
 
 
 def duration(seconds: float | None) -> str:
@@ -209,7 +232,10 @@ def triage_summary(request: ReproRequest, *, command_name: str, will_run: bool,
         if value in (None, [], ""):
             continue
         text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-        found.append(f"| {words} | {code_span(text, 160)} |")
+        key = _OVERRIDE_KEYS.get(field)
+        found.append(f"| {words} | {_cell(code_span(text, 160))} | "
+                     f"{_cell(_quoted_evidence(request, field))} | "
+                     f"{code_span(key + '=…', 40) if key else '–'} |")
     missing = [_FIELD_WORDS[f] for f in _NEEDED
                if getattr(request, f, None) in (None, [], "")]
     lines = ["🔎 **What triagebot read from this " + ("pull request" if is_pr else "issue")
@@ -219,7 +245,13 @@ def triage_summary(request: ReproRequest, *, command_name: str, will_run: bool,
                      "report, so no reproduction is planned.")
         return "\n".join(lines)
     if found:
-        lines += ["| field | value |", "|---|---|", *found, ""]
+        lines += ["| field | value | read from | to correct |", "|---|---|---|---|", *found,
+                  ""]
+    unsure = [w for w in request.warnings if "left empty" in w]
+    if unsure:
+        # Say less when unsure: a field read two ways stays empty, and each reading is shown.
+        lines += ["Left empty because the report gives more than one value:",
+                  *(f"- {prose(w, 400)}" for w in unsure[:5]), ""]
     if missing:
         lines.append("To reproduce it, please add: " + ", ".join(missing)
                      + " (a `vllm serve` / `LLM(...)` command line and `collect_env` output "
@@ -229,6 +261,9 @@ def triage_summary(request: ReproRequest, *, command_name: str, will_run: bool,
         lines.append(f"PR head commits{head} have no prebuilt wheel, so a reproduction runs "
                      f"the released versions a maintainer names, e.g. "
                      f"`@{command_name} repro version=0.17.1`.")
+    if found:
+        lines.append(f"A value read wrongly can be corrected in the request, e.g. "
+                     f"`@{command_name} repro tp=2 k=3`.")
     if will_run:
         lines.append("A reproduction has been queued; its report follows in its own comment.")
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import cached_property
 from typing import Any
 
@@ -13,6 +14,8 @@ from triagebot.parse.common import Fact, Facts
 from triagebot.parse.decide.wording import Wording, read_wording
 from triagebot.parse.document import Document
 from triagebot.parse.runs import RunConfig, spec_config_settings
+
+_QUOTED_RE = re.compile(r"'([^']{2,120})'|\"([^\"]{2,120})\"")
 
 
 class Assembler:
@@ -55,6 +58,32 @@ class Assembler:
             ev = Evidence(line=f.line, text=f.text, source=f.source)
             if ev not in out:
                 out.append(ev)
+
+    def locate(self, field: str, words: list[str]) -> Fact | None:
+        """The first line (the title, then the post) holding one of `words`, as a fact
+        for `field`: where a value decided from wording came from."""
+        lines = [(0, self.doc.title or "", "title"),
+                 *((i + 1, text, "prose") for i, text in enumerate(self.doc.body_lines))]
+        for word in words:
+            low = word.lower().strip()
+            if not low:
+                continue
+            for no, text, kind in lines:
+                if low in text.lower():
+                    return Fact(field, word, no, text, "prose", kind)
+        return None
+
+    def cite_reasons(self, field: str, reasons: list[str]) -> None:
+        """Evidence for a value decided from words (the symptom): the line holding the
+        words its reasons quote ("slower: 'kills tokens/sec'") or list after a colon
+        ("a problem is reported: broken, silently"), else the reason itself."""
+        quoted = [a or b for r in reasons for a, b in _QUOTED_RE.findall(r)] or [
+            word for r in reasons if ": " in r for word in r.rsplit(": ", 1)[1].split(", ")]
+        found = self.locate(field, quoted)
+        if found:
+            self.cite(field, found)
+        elif reasons:
+            self.cite(field, Fact(field, reasons[0], 0, reasons[0], "decision"))
 
     # --- settings from runs -----------------------------------------------------------
 

@@ -35,6 +35,8 @@ def decide_scope(a: Assembler, numbers: list[ReportedNumber]) -> None:
     a.req.in_scope = v.in_scope
     a.req.is_spec_decode_perf_report = v.is_spec
     a.req.symptom = symptom  # type: ignore[assignment]
+    if symptom:
+        a.cite_reasons("symptom", why)
     a.req.classification = Classification(
         in_scope_reasons=v.in_scope_reasons, spec_reasons=v.spec_reasons,
         out_of_scope_reasons=v.out_of_scope_reasons, symptom_reasons=why)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from triagebot.parse.common import as_int, fast
+from triagebot.parse.common import Fact, as_int, fast
 from triagebot.parse.decide.assembler import Assembler
 
 _IMAGE_RE = fast(
@@ -57,11 +57,18 @@ _TEXT_MODEL_RE = fast(
 
 
 def decide_modality(a: Assembler) -> None:
-    limits = [f.value for f in a.values("mm_limits") if isinstance(f.value, dict)]
-    if limits and all(as_int(v, 0) == 0 for lim in limits for v in lim.values()):
+    modality, fact, words = _modality(a)
+    a.req.modality = modality  # type: ignore[assignment]
+    if modality is not None:
+        a.cite("modality", fact or a.locate("modality", words))
+
+
+def _modality(a: Assembler) -> tuple[str | None, Fact | None, list[str]]:
+    """The modality, with the setting it rests on or the words that say it."""
+    limits = [f for f in a.values("mm_limits") if isinstance(f.value, dict)]
+    if limits and all(as_int(v, 0) == 0 for f in limits for v in f.value.values()):
         # `--limit-mm-per-prompt '{"image": 0, "video": 0}'`: multimodal inputs switched off.
-        a.req.modality = "text"
-        return
+        return "text", limits[0], []
     body = "\n".join(a.doc.body_lines)
     named = "\n".join([a.wording.title, a.wording.prose, *a.req.models, *a.req.draft_models])
     image = _IMAGE_RE.search(f"{a.wording.title}\n{body}")
@@ -73,20 +80,25 @@ def decide_modality(a: Assembler) -> None:
         image = _IMAGE_NOUN_RE.search(prose)
         video = _VIDEO_NOUN_RE.search(prose)
     if image or video:
-        if not (image and video):
-            a.req.modality = "image" if image else "video"
-        return
+        if image and video:
+            return None, None, []
+        return ("image", None, [image.group(0)]) if image else \
+            ("video", None, [video.group(0)] if video else [])
     if _MULTIMODAL_CUE_RE.search(body):
-        return
-    if _TEXT_DATASET_RE.search(f"{named}\n{body}"):
-        a.req.modality = "text"
-    elif a.req.engine == "llama.cpp" and (a.runs or any(m.lower().endswith(".gguf")
-                                                        for m in a.req.models)):
+        return None, None, []
+    if (m := _TEXT_DATASET_RE.search(f"{named}\n{body}")):
+        return "text", None, [m.group(0)]
+    if a.req.engine == "llama.cpp" and (a.runs or any(m.lower().endswith(".gguf")
+                                                     for m in a.req.models)):
         # A llama.cpp run (or its flags quoted), or its GGUF weights, without a projector:
         # it reads only text.
-        a.req.modality = "text"
-    elif not vision_model and _TEXT_MODEL_RE.search(named):
-        a.req.modality = "text"
+        runs = [r for r in a.runs if r.origin.startswith("llama")] or a.runs
+        fact = Fact("modality", "text", runs[0].line, runs[0].text, "cmdline") if runs \
+            else None
+        return "text", fact, [m for m in a.req.models if m.lower().endswith(".gguf")]
+    if not vision_model and (m := _TEXT_MODEL_RE.search(named)):
+        return "text", None, [m.group(0)]
+    return None, None, []
 
 
 # "Image" that is not an input: a container image, a table row named "Image", a picture

@@ -128,6 +128,31 @@ def decide_modes(a: Assembler, reported: list[ReportedNumber]) -> None:
         modes.add("spec", _first(a.values("spec_config") + a.values("method")))
     req.modes_compared = [m for m in _ORDER if m in modes.found]  # type: ignore[misc]
     a.cite("modes_compared", [f for f in modes.found.values() if f])
+    _cite_unsourced(a, modes, joined)
+
+
+# Words that name each mode in a sentence, for a mode decided from wording.
+_MODE_WORDS = {"spec": ["speculative", "spec decod", "mtp", "eagle", "ngram", "n-gram", "draft",
+                        "dflash", "medusa"],
+               "eager": ["eager"], "cudagraph": ["cuda graph", "cudagraph", "graph"],
+               "piecewise": ["piecewise"], "full": ["full"]}
+
+
+def _cite_unsourced(a: Assembler, modes: _Modes, joined: str) -> None:
+    """Evidence for the modes no setting or result named: the words that name them, else
+    the symptom's own evidence (a symptom such as "slower than without" implies its arms)."""
+    for mode, fact in modes.found.items():
+        if fact is not None:
+            continue
+        words = baseline_words(joined) if mode == "no_spec" else _MODE_WORDS.get(
+            mode.removeprefix("vit_"), [])
+        found = a.locate("modes_compared", words)
+        if found:
+            a.cite("modes_compared", found)
+        else:
+            a.req.evidence.setdefault("modes_compared", []).extend(
+                e for e in a.req.evidence.get("symptom", [])[:1]
+                if e not in a.req.evidence.get("modes_compared", []))
 
 
 def _spec_modes(a: Assembler, modes: _Modes, joined: str, arms: dict[str, Fact]) -> None:
