@@ -79,7 +79,7 @@ SEED_EXPECT: dict[str, dict[str, Any]] = {
     "004": {"engine": "vllm", "engine_version": None, "models": ["deepseek-ai/DeepSeek-V3.2"],
             "tensor_parallel_size": 8, "expert_parallel": True, "spec_method": "mtp",
             "num_speculative_tokens": [1], "concurrency": 64, "max_tokens": 2048,
-            "temperature": 0.0},
+            "temperature": 0.0, "symptom": "other"},
 }
 
 

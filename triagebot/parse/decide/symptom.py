@@ -178,9 +178,13 @@ def decide_symptom(w: Wording, spec: bool, graph: bool, crash: bool, graph_crash
     problem = hits(BUG_RE, text, 2) + hits(UNDERWHELMING_RE, text, 1)
     if measured and (problem or slower or slower_title or not FEATURE_TITLE_RE.search(title)):
         return measured[0], [measured[1]]
-    # "[BugFix] Add support for X": the tag files it; the title's verb says it adds a feature.
-    untagged = _TAGS_RE.sub("", title)
-    if FEATURE_TITLE_RE.search(title) and not hits(BUG_RE, untagged, 1) and not any(
+    # "[BugFix] Add support for X": the tag files it; the title's verb says it adds a
+    # feature, unless the text names a problem beyond the tag ("the graphs are never used").
+    tagged_fix = bool(hits(BUG_RE, title, 1)) and not hits(BUG_RE, _TAGS_RE.sub("", title), 1)
+    beyond_tag = [b for b in problem if b.lower() not in ("bug", "bugfix", "fix", "fixes",
+                                                          "fixed")]
+    if FEATURE_TITLE_RE.search(title) and (not hits(BUG_RE, title, 1) or (
+            tagged_fix and not beyond_tag)) and not any(
             b.lower() in _PROBLEM_WORDS for b in problem):
         return None, ["a feature or optimisation with no problem reported"]
     if problem or slower or slower_title:
