@@ -65,6 +65,7 @@ INSTALL_RE = _rx(r"\[installation\]|\binstall(?:ation|ing)? (?:error|fail)|not i
 TESTS_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:\[(?:ci|tests?|ci/build|testing)\]|"
                      r"(?:add|adds|added|new|introduce)\b[^\n]{0,60}\b(?:tests?|ci|benchmarks? "
                      r"(?:suite|job)s?)\b)")
+_ACCEPTANCE_RE = _rx(r"\baccept(?:ance|ed)\b|\bacc\.? len|\bAL\b")
 _MEASURED_TITLE_RE = _rx(r"\bmeasured\b|\d+(?:\.\d+)?\s?%|\d\s?ms\b")
 DOCS_TITLE_RE = _rx(r"^\W*(?:\[[^\]]*\]\s*)*(?:docs?(?:\([^)]*\))?\s*:|\[docs?\])|^\s*\[doc\]")
 # A graph crash is one the thread places at capture or replay, not any crash near graphs.
@@ -104,7 +105,10 @@ def classify(w: Wording, signals: Signals) -> Verdict:
         v.spec_reasons.append("a speculative config, method flag or draft model is set")
 
     reasons = v.out_of_scope_reasons
-    speed_stated = signals.has_numbers or bool(hits(SPEED_RE, text, 1))
+    # Acceptance is a speed question too: "acceptance on GSM8K prompts is low" uses an eval
+    # set as the prompts, it does not ask about answers.
+    speed_stated = signals.has_numbers or bool(hits(SPEED_RE, text, 1)) or (
+        spec and bool(_ACCEPTANCE_RE.search(text)))
     if not (spec or graph):
         reasons.append("neither speculative decoding nor CUDA graphs are involved")
     elif not speed_stated and not graph_crash and (accuracy := hits(ACCURACY_RE, w.question, 1)):

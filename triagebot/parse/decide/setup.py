@@ -26,6 +26,8 @@ REPO_ENGINE = {"vllm-project/vllm": "vllm", "sgl-project/sglang": "sglang",
                "vllm-project/vllm-ascend": "vllm-ascend",
                "huggingface/transformers": "transformers"}
 
+# sglang runs native MTP heads under `--speculative-algorithm EAGLE`.
+
 # A fork or a downstream project names the engine it builds on (`someone/llama-cpp-x`).
 _REPO_NAME_ENGINE = (("vllm-mlx", "vllm-mlx"), ("vllm-ascend", "vllm-ascend"),
                      ("llama.cpp", "llama.cpp"), ("llama-cpp", "llama.cpp"),
@@ -70,14 +72,13 @@ def decide_engine(a: Assembler, env: Environment) -> None:
     for specific in ("vllm-mlx", "vllm-ascend"):
         if engine == "vllm" and votes.get(specific, 0) >= max(2, best // 3):
             engine = specific
-    if engine == "vllm" and (hint == "vllm-ascend" or (ascend := _ascend_device(a))):
+    ascend = _ascend_device(a) if engine == "vllm" else []
+    if engine == "vllm" and (ascend or hint == "vllm-ascend"):
         # vLLM on an Ascend NPU runs through the vllm-ascend plugin, whose reports say
         # "vllm serve" and "vllm 0.x" like any other.
         engine = "vllm-ascend"
-        evidence.setdefault(engine, []).extend(
-            ascend if hint != "vllm-ascend" else
-            [Fact("engine", engine, 0, f"repository {a.repo}", "repo", "hint")])
-        evidence[engine] += evidence.get("vllm", [])
+        why = ascend or [Fact("engine", engine, 0, f"repository {a.repo}", "repo", "hint")]
+        evidence[engine] = [*evidence.get(engine, []), *why, *evidence.get("vllm", [])]
     a.req.engine = engine  # type: ignore[assignment]
     a.cite("engine", evidence.get(engine, []))
 
@@ -244,8 +245,7 @@ def _command_of(a: Assembler, f: Fact) -> str:
 
 def _mounted(value: str, text: str) -> str:
     """A model path inside a container, as the host path mounted there."""
-    if not value.startswith("/") or ("-v" not in text and "--volume" not in text and \
-            "--mount" not in text):
+    if not value.startswith("/") or not any(f in text for f in ("-v", "--volume", "--mount")):
         return value
     for m in _MOUNT_RE.finditer(text):
         host, inside = m.group(1), m.group(2).rstrip("/")
