@@ -54,6 +54,8 @@ _COMPARED_TO_RE = re.compile(
     # figures before and after: "from 52 tok/s to 41 tok/s", "45ms->60ms"
     r"\bfrom\s+\d[\d.,]*\s?(?:tok\S*|tokens?/s|t/s|ms|s)?\s+to\s+\d|"
     r"\d\s?(?:ms|s|tok\S*|tokens?/s|t/s)?\s?(?:->|→)\s?\d", re.I)
+_BETWEEN_PIECES_RE = re.compile(r"\s+between (?:the )?(?:cuda ?)?graph(?:ed)? (?:pieces|"
+                                r"segments|partitions)", re.I)
 _GRAPH_SWITCH_RE = re.compile(r"\s*(?:cuda_graph_config\s*:|use_cuda_graph\s*[:=]\s*true\b)",
                               re.I)
 _ORDER = ["spec", "no_spec", "eager", "cudagraph", "piecewise", "full", "vit_eager",
@@ -278,6 +280,8 @@ def _eager_named(text: str) -> bool:
         before = text[max(0, m.start() - 5):m.start()].lower()
         if _NOT_EAGER_RE.match(text, m.end()) or before.endswith(("no-", "no_", "not ")):
             continue
+        if _BETWEEN_PIECES_RE.match(text, m.end()):
+            continue  # "attention runs eagerly between graph pieces" is piecewise itself
         return True
     return False
 
