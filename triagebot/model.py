@@ -396,6 +396,19 @@ class DefaultUsed(_Model):
     reason: str
 
 
+class NotCompared(_Model):
+    """An axis the report compares that this plan cannot vary on its runner, and why.
+
+    `why` is short, for a headline (the plan's notes give the evidence). `question` is True
+    when the axis is the report's own question: it would have been the plan's primary
+    axis, so the comparisons the plan does make are not the ones asked."""
+
+    axis: str
+    levels: list[str]
+    why: str
+    question: bool = False
+
+
 class Plan(_Model):
     schema_version: int = SCHEMA_VERSION
     plan_hash: str = ""
@@ -410,6 +423,7 @@ class Plan(_Model):
     estimated_seconds: float = 0.0
     defaults: list[DefaultUsed] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    not_compared: list[NotCompared] = Field(default_factory=list)
     stands_in_for: str | None = None
     source: SourceInfo = Field(default_factory=SourceInfo)
 

@@ -29,7 +29,21 @@ comparison (e.g. `spec/no_spec`), and they are the "main question".
 `needs_more_runs` maps each UNKNOWN ratio comparison to the runs per arm that the next
 look of the escalation schedule asks for (`verdict.next_step`), so the runner can run
 them. Ratio verdicts are taken at the boundaries of the look the run count reached, so
-repeated looks keep the error budget of `verdict`.
+repeated looks keep the error budget of `verdict`. An A/A pair that came out DIFFERENT
+asks for more rounds too, within the budget's most runs per cell, until it agrees;
+while it stays DIFFERENT no verdict resting on throughput is headlined (5 below).
+
+**What the headline may claim** (`findings_outcome.conclude`), after the outcome above:
+
+5. `cannot_answer` when the report's own comparison cannot run on this runner (the plan
+   records it in `not_compared`, with why): the headline says so first, then what was
+   measured instead, which is not a verdict on the report's question.
+6. `inconclusive` when the outcome rests on throughput and the A/A pair is DIFFERENT:
+   the runner disagreed with itself, so its verdicts are not trusted.
+
+Speculation that never engaged (`never_engaged.py`) is stated at the top of the headline
+whenever it holds; it decides the outcome only where the report states no number to
+check (its symptom is none or "other") or reports an acceptance drop.
 
 **Rounds.** A cell's i-th RunResult is its i-th round. Both arms of a comparison are
 escalated together, so their rounds line up and serve as the blocks of the verdict model.
@@ -52,6 +66,7 @@ from triagebot.analyze import verdict
 from triagebot.analyze.against_report import against_report
 from triagebot.analyze.findings_cells import merge_counters, summarize
 from triagebot.analyze.findings_compare import (
+    aa_runs_wanted,
     collapse_flags,
     divergence_findings,
     interaction_finding,
@@ -66,6 +81,7 @@ from triagebot.analyze.findings_models import (
     Findings,
 )
 from triagebot.analyze.findings_outcome import (
+    conclude,
     decide_outcome,
     decision_signal,
     failure_signatures,
@@ -73,9 +89,11 @@ from triagebot.analyze.findings_outcome import (
     key_claims,
     outcome_hints,
     runner_hints,
+    unsteady_pair,
 )
 from triagebot.analyze.graphs import graph_checks, graph_hints
 from triagebot.analyze.mtp_status import mtp_notes
+from triagebot.analyze.never_engaged import never_engaged
 from triagebot.analyze.signatures import Signature
 from triagebot.analyze.step_split import step_splits
 from triagebot.analyze.synthetic import explain
@@ -142,7 +160,10 @@ def analyze(
     more: dict[str, int] = {}
     for comp in plan.comparisons:
         if comp.kind == "noise":
-            comparisons.append(noise_finding(comp, results, margin, negligible))
+            pair = noise_finding(comp, results, margin, negligible)
+            comparisons.append(pair)
+            if runs := aa_runs_wanted(plan, pair):
+                more[comp.name] = runs
         elif comp.kind == "ratio":
             finding, runs = ratio_finding(plan, comp, results, cells, main, margin,
                                           negligible)
@@ -162,8 +183,13 @@ def analyze(
     gpus = max(c.tensor_parallel_size * c.data_parallel_size for c in plan.cells)
     against = (against_report(request, plan, cell_list, comparisons, same_region, runner,
                               gpus_needed=gpus) if request is not None else None)
-    outcome, reason = decide_outcome(request, comparisons, cells, collapse, against, plan)
+    engaged = never_engaged(plan, results, cells, comparisons,
+                            steady=unsteady_pair(comparisons) is None)
+    measured, why = decide_outcome(request, comparisons, cells, collapse, against, plan,
+                                   engaged)
     claims = key_claims(request, comparisons, against)
+    signal = decision_signal(request, measured, comparisons, claims, plan, engaged)
+    conclusion = conclude(plan, measured, why, signal, engaged, comparisons)
     notes = list(plan.notes) + _run_notes(plan, results) + mtp_notes(plan, results)
     if band.source == "default":
         notes.append(f"A/A pair: {band.note}")
@@ -172,9 +198,9 @@ def analyze(
         engine=plan.engine,
         engine_version=_engine_version(plan, results),
         question=plan.question,
-        outcome=outcome,
-        outcome_reason=reason,
-        headline=headline(plan, outcome, reason, comparisons, against,
+        outcome=conclusion.outcome,
+        outcome_reason=conclusion.reason,
+        headline=headline(plan, conclusion, comparisons, against,
                           claims[0].comparison if claims else None),
         cells=cell_list,
         noise=band,
@@ -182,6 +208,7 @@ def analyze(
         interactions=interactions,
         step_fits=step_fit_findings(plan, cells),
         collapse=collapse,
+        never_engaged=engaged,
         divergence=divergence,
         signatures=hits,
         hints=[*graph_hints(graphs), *outcome_hints(plan, cell_list, hits, collapse, divergence),
@@ -193,7 +220,7 @@ def analyze(
         step_splits=step_splits(plan, results, logs),
         margin=margin,
         negligible=negligible,
-        decided_by=decision_signal(request, outcome, comparisons, claims, plan),
+        decided_by=signal,
         needs_more_runs=more,
         notes=notes,
     )

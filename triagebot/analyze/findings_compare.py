@@ -19,6 +19,7 @@ from triagebot.analyze.findings_models import (
     RatioExplanation,
     StepFitFinding,
 )
+from triagebot.analyze.looks import RUN_STEP
 from triagebot.analyze.spec import (
     detect_collapse,
     detect_divergence,
@@ -82,11 +83,12 @@ def cell_context(cell: Cell) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, v) for k, v in cell.varies.items() if k != "spec"))
 
 
-def _spec_pair(plan: Plan, comp: Comparison) -> tuple[Cell, Cell] | None:
-    """(spec cell, no-spec cell) when the comparison differs only by speculation."""
-    if len(comp.numerator) != 1 or len(comp.denominator) != 1:
+def spec_pair(plan: Plan, numerator: Sequence[str],
+              denominator: Sequence[str]) -> tuple[Cell, Cell] | None:
+    """(spec cell, no-spec cell) when a comparison's arms differ only by speculation."""
+    if len(numerator) != 1 or len(denominator) != 1:
         return None
-    num, den = plan.cell(comp.numerator[0]), plan.cell(comp.denominator[0])
+    num, den = plan.cell(numerator[0]), plan.cell(denominator[0])
     if num.spec is None or den.spec is not None or cell_context(num) != cell_context(den):
         return None
     return num, den
@@ -108,7 +110,7 @@ def ratio_finding(
                                  name=comp.name)
     res = decision.comparison
     more = decision.more_runs_per_arm if decision.action == "run_more" else 0
-    pair = _spec_pair(plan, comp)
+    pair = spec_pair(plan, comp.numerator, comp.denominator)
     ci = (res.ci_low, res.ci_high) if res.ci_low and res.ci_high else None
     cost = None
     explanation = None
@@ -164,6 +166,16 @@ def noise_finding(
         result=res,
         next_action="measures the runner's noise and drift between two runs of one cell",
     )
+
+
+def aa_runs_wanted(plan: Plan, pair: ComparisonFinding) -> int:
+    """More runs per arm for an A/A pair that came out DIFFERENT, while the budget's most
+    runs per cell allows; 0 otherwise. A pair that disagrees with itself says the runner
+    moved between its two engines: more rounds show whether that lasts."""
+    res = pair.result
+    if res.verdict != "DIFFERENT" or min(res.n_a, res.n_b) >= plan.budget.max_runs:
+        return 0
+    return min(RUN_STEP, plan.budget.max_runs - min(res.n_a, res.n_b))
 
 
 def interaction_finding(

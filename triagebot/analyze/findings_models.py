@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.analyze.against_report_models import AgainstReport
+from triagebot.analyze.outcome_models import NeverEngaged, Outcome
 from triagebot.analyze.step_split_models import StepSplitFinding
 from triagebot.analyze.synthetic_models import PinnedMode
 from triagebot.analyze.throughput_metric import TOKENS_PER_SECOND, ThroughputMetric
@@ -270,7 +271,6 @@ class SpecDiagnostics(_Model):
 
 # --- findings: what analyze() hands to the report ---------------------------------------
 
-Outcome = Literal["reproduced", "not_reproduced", "inconclusive", "error"]
 Severity = Literal["info", "warning", "error"]
 CellStatus = Literal[
     "ok", "failed", "oom", "timeout", "hang", "crashed", "config_rejected", "missing", "no_runs"
@@ -411,6 +411,7 @@ class Findings(_Model):
     interactions: list[InteractionFinding] = Field(default_factory=list)
     step_fits: list[StepFitFinding] = Field(default_factory=list)
     collapse: list[CollapseFlag] = Field(default_factory=list)
+    never_engaged: list[NeverEngaged] = Field(default_factory=list)
     divergence: list[DivergenceFinding] = Field(default_factory=list)
     signatures: list[SignatureHit] = Field(default_factory=list)
     hints: list[Hint] = Field(default_factory=list)
@@ -425,6 +426,6 @@ class Findings(_Model):
                               description="DIFFERENT means beyond ±negligible (0: beyond 0)")
     decided_by: str = Field(default="", description="the signal the outcome rests on")
     needs_more_runs: dict[str, int] = Field(
-        default_factory=dict, description="comparison name -> more runs per arm (UNKNOWN)"
-    )
+        default_factory=dict, description="comparison name -> more runs per arm (an "
+        "UNKNOWN ratio, or an A/A pair that came out DIFFERENT)")
     notes: list[str] = Field(default_factory=list)

@@ -4,6 +4,7 @@ signal that decided it."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from triagebot.analyze.against_report_models import AgainstReport
@@ -16,11 +17,11 @@ from triagebot.analyze.findings_models import (
     ComparisonResult,
     DivergenceFinding,
     Hint,
-    Outcome,
     SignatureHit,
 )
+from triagebot.analyze.outcome_models import NeverEngaged, Outcome
 from triagebot.analyze.signatures import Signature, match_log
-from triagebot.model import Cell, Plan, ReproRequest, RunResult
+from triagebot.model import Cell, NotCompared, Plan, ReproRequest, RunResult
 
 # --- logs and hints ---------------------------------------------------------------------
 
@@ -120,8 +121,10 @@ def decide_outcome(
     collapse: Sequence[CollapseFlag],
     against: AgainstReport | None,
     plan: Plan,
+    engaged: Sequence[NeverEngaged] = (),
 ) -> tuple[Outcome, str]:
-    """The outcome rule of the module docstring, with the reason that decided it."""
+    """What the runs say, by the outcome rule of `findings`' docstring, with the reason
+    that decided it (`conclude` then applies what the plan and the A/A pair allow)."""
     symptom = request.symptom if request else None
     failed = _failed_main_cells(plan, comparisons, cells)
     crashed = [c for c in cells.values() if c.status in FAILED_STATUSES]
@@ -146,7 +149,30 @@ def decide_outcome(
         return "inconclusive", ("the drafter here is a stand-in head with random weights, "
                                 "accepted ~0 % by construction, so acceptance cannot be "
                                 "checked on this runner; the release did load and run it")
+    stalled = _engagement_outcome(symptom, engaged)
+    if stalled is not None:
+        return stalled
     return _outcome_from_symptom(symptom, comparisons, cells, collapse)
+
+
+# Cases in which no draft token was accepted: an acceptance drop as far as it can go.
+_NOTHING_ACCEPTED = ("zero_drafts", "length_one")
+
+
+def _engagement_outcome(symptom: str | None,
+                        engaged: Sequence[NeverEngaged]) -> tuple[Outcome, str] | None:
+    """Speculation that never engaged is what a report without a checkable number asks
+    about (and the extreme of an acceptance drop): the counters answer it."""
+    if symptom in (None, "other") and engaged:
+        return "reproduced", engaged_words(engaged)
+    if symptom == "acceptance_drop" and any(e.case in _NOTHING_ACCEPTED for e in engaged):
+        return "reproduced", engaged_words(engaged)
+    return None
+
+
+def engaged_words(engaged: Sequence[NeverEngaged]) -> str:
+    """Every never-engaged case, each with its counter, in one clause."""
+    return "speculation never engaged as asked: " + "; ".join(e.sentence for e in engaged)
 
 
 def _outcome_from_symptom(
@@ -214,20 +240,109 @@ def _ratio_text(res: ComparisonResult) -> str:
     return f"{res.ratio:.2f}x{ci} ({res.n_a} v {res.n_b} runs)"
 
 
+_WORDS: dict[Outcome, str] = {"reproduced": "Reproduced", "not_reproduced": "Not reproduced",
+                               "inconclusive": "Inconclusive", "cannot_answer": "Could not answer",
+                               "error": "Error"}
+
+
+def outcome_word(outcome: Outcome) -> str:
+    """The outcome as the report's first word(s)."""
+    return _WORDS[outcome]
+
+
+@dataclass(frozen=True)
+class Conclusion:
+    """The outcome after what the plan and the runner allow, beside what the runs said."""
+
+    outcome: Outcome
+    reason: str
+    measured: Outcome  # what the runs alone say
+    measured_reason: str
+    not_asked: Sequence[NotCompared] = ()
+    unsteady: ComparisonFinding | None = None
+    never_engaged: Sequence[NeverEngaged] = ()
+
+
+def unsteady_pair(comparisons: Sequence[ComparisonFinding]) -> ComparisonFinding | None:
+    """The A/A pair when it came out DIFFERENT: the runner disagreed with itself."""
+    return next((c for c in comparisons if c.kind == "noise"
+                 and c.result.verdict == "DIFFERENT"), None)
+
+
+def _aa_words(pair: ComparisonFinding) -> str:
+    res = pair.result
+    ratio = f"{res.ratio:.3f}x" if res.ratio is not None else "a ratio away from 1"
+    return (f"the runner was unsteady: its A/A pair, two runs of one configuration, came out "
+            f"DIFFERENT at {ratio} ({res.n_a} v {res.n_b} runs; {res.reason}) after the "
+            "rounds the budget allowed, so no throughput verdict of this plan is trusted")
+
+
+def conclude(plan: Plan, measured: Outcome, reason: str, signal: str,
+             engaged: Sequence[NeverEngaged],
+             comparisons: Sequence[ComparisonFinding]) -> Conclusion:
+    """The report's outcome: "cannot_answer" when the report's own comparison cannot run
+    on this runner (whatever was measured instead); "inconclusive" when a verdict rests
+    on throughput and the A/A pair is DIFFERENT; else what the runs said."""
+    not_asked = [n for n in plan.not_compared if n.question]
+    aa = unsteady_pair(comparisons)
+    conclusion = Conclusion(outcome=measured, reason=reason, measured=measured,
+                            measured_reason=reason, not_asked=not_asked, unsteady=aa,
+                            never_engaged=engaged)
+    if not_asked:
+        why = "; ".join(_not_asked_words(plan, n) for n in not_asked)
+        return replace(conclusion, outcome="cannot_answer", reason=why)
+    if aa is not None and signal.startswith("throughput") and measured in (
+            "reproduced", "not_reproduced"):
+        return replace(conclusion, outcome="inconclusive", reason=_aa_words(aa))
+    return conclusion
+
+
+def _not_asked_words(plan: Plan, left: NotCompared) -> str:
+    return (f"the report's own comparison ({', '.join(left.levels)}) cannot run on the "
+            f"{plan.gpu_kind} runner: {left.why} (the notes give the evidence)")
+
+
+def _sentences(parts: Sequence[str]) -> str:
+    """Parts joined as sentences, each after the first starting with a capital."""
+    kept = [p.rstrip(". ") for p in parts if p]
+    return ". ".join([kept[0], *(p[:1].upper() + p[1:] for p in kept[1:])]) if kept else ""
+
+
 def headline(
     plan: Plan,
-    outcome: Outcome,
-    reason: str,
+    conclusion: Conclusion,
     comparisons: Sequence[ComparisonFinding],
     against: AgainstReport | None,
     key: str | None,
 ) -> str:
-    """One sentence, verdict first."""
-    word = {"reproduced": "Reproduced", "not_reproduced": "Not reproduced",
-            "inconclusive": "Inconclusive", "error": "Error"}[outcome]
+    """Verdict first, then, in this order: why the report's own comparison could not run,
+    speculation that never engaged, an unsteady runner, and what the main comparison
+    measured (named as not the report's question where it is not)."""
+    measured = _measured_words(plan, conclusion, comparisons, against, key)
+    if conclusion.not_asked and measured:
+        measured = f"measured instead, a comparison the report did not ask about: {measured}"
+    parts = [
+        "; ".join(_not_asked_words(plan, n) for n in conclusion.not_asked),
+        engaged_words(conclusion.never_engaged) if conclusion.never_engaged else "",
+        _aa_words(conclusion.unsteady) if conclusion.unsteady is not None else "",
+        measured,
+    ]
+    return f"{outcome_word(conclusion.outcome)}: {_sentences(parts)}."
+
+
+def _measured_words(
+    plan: Plan,
+    conclusion: Conclusion,
+    comparisons: Sequence[ComparisonFinding],
+    against: AgainstReport | None,
+    key: str | None,
+) -> str:
+    """The main comparison's ratio (and the others'), or why the runs answer nothing."""
     main = [c for c in comparisons if c.main]
-    if outcome == "error" or not main:
-        return f"{word}: {reason}."
+    if conclusion.measured == "error" or not main:
+        said = conclusion.never_engaged and conclusion.measured_reason == engaged_words(
+            conclusion.never_engaged)
+        return "" if said else conclusion.measured_reason
     first = next((c for c in main if c.name == key), main[0])
     num, den = plan.cell(first.numerator[0]), plan.cell(first.denominator[0])
     axis = next((a for a in num.varies if num.varies[a] != den.varies.get(a)), "spec")
@@ -240,8 +355,10 @@ def headline(
     model = num.model
     if plan.stands_in_for:
         model = f"{num.model} (the {plan.engine} stand-in for {plan.stands_in_for})"
-    text = (f"{word}: {subject} {model} runs at {_ratio_text(first.result)} the speed "
-            f"of {_baseline_words(den, axis, cpu)}{rep}")
+    # Without the report's question, a verdict word is all a reader can take from it.
+    verdict = f", {first.result.verdict}" if conclusion.not_asked else ""
+    text = (f"{subject} {model} runs at {_ratio_text(first.result)} the speed "
+            f"of {_baseline_words(den, axis, cpu)}{rep}{verdict}")
     others = []
     for comp in main:
         if comp is first or comp.result.ratio is None:
@@ -251,7 +368,7 @@ def headline(
         rep_o = f", reported {reported[comp.name]:.2f}x" if comp.name in reported else ""
         others.append(f"{ctx or comp.name} it is {comp.result.ratio:.2f}x "
                       f"({comp.result.n_a} v {comp.result.n_b} runs{rep_o})")
-    return text + ("; " + "; ".join(others) if others else "") + "."
+    return text + ("; " + "; ".join(others) if others else "")
 
 
 def runner_hints(comparisons: Sequence[ComparisonFinding], margin: float) -> list[Hint]:
@@ -275,13 +392,16 @@ def runner_hints(comparisons: Sequence[ComparisonFinding], margin: float) -> lis
 
 def decision_signal(request: ReproRequest | None, outcome: Outcome,
                     comparisons: Sequence[ComparisonFinding], claims: Sequence[Any],
-                    plan: Plan) -> str:
-    """The measurement the outcome rests on, in words, and what explains it."""
+                    plan: Plan, engaged: Sequence[NeverEngaged] = ()) -> str:
+    """The measurement the outcome (of the runs alone) rests on, in words, and what
+    explains it."""
     symptom = request.symptom if request else None
     if outcome == "error" or (symptom == "crash" and outcome == "reproduced"):
         signal = "run status"
     elif claims and not plan.stands_in_for:
         signal = "throughput, against the reporter's ratios"
+    elif engaged and outcome == "reproduced" and symptom in (None, "other"):
+        return "; ".join(dict.fromkeys(e.counter for e in engaged))
     elif symptom == "acceptance_drop":
         signal = "acceptance counters"
     elif symptom == "crash":

@@ -46,6 +46,11 @@ def mtp_totals(rounds: Sequence[RunResult]) -> dict[str, Any] | None:
             "effective_draft_tokens": effective, "runs": runs}
 
 
+def mtp_switched_off(rounds: Sequence[RunResult]) -> bool:
+    """Whether a usable round's server said MTP was not enabled."""
+    return any(r.status == "ok" and _extra(r, "mtp_enabled") is False for r in rounds)
+
+
 def mtp_notes(plan: Plan, results: Mapping[str, Sequence[RunResult]]) -> list[str]:
     """One sentence per speculating cell whose runs carry vllm-mlx MTP counters, and one
     per speculating cell whose server said MTP was off."""
@@ -56,7 +61,7 @@ def mtp_notes(plan: Plan, results: Mapping[str, Sequence[RunResult]]) -> list[st
         rounds = results.get(cell.cell_id, ())
         totals = mtp_totals(rounds)
         if totals is None:
-            if any(r.status == "ok" and _extra(r, "mtp_enabled") is False for r in rounds):
+            if mtp_switched_off(rounds):
                 notes.append(f"{cell.label}: MTP was asked for, but vllm-mlx's /v1/status "
                              "said it was not enabled; see the cell's log for why")
             continue

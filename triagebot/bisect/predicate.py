@@ -4,9 +4,10 @@ The predicate is the question the repro plan answers for this report (`Findings.
 decided by `analyze.findings.decide_outcome` with the sequential verdicts of
 `analyze.verdict`): "reproduced" means the reported behaviour is there (bad),
 "not_reproduced" that it is not (good). "inconclusive" is UNKNOWN after the orchestrator's
-escalation and "error" means cells the question needs have no usable runs (a build that
-does not start, a release that refuses the configuration for another reason): both are a
-skip, never a guess.
+escalation, "cannot_answer" that the report's own comparison cannot run on this runner,
+and "error" means cells the question needs have no usable runs (a build that does not
+start, a release that refuses the configuration for another reason): all are a skip,
+never a guess.
 
 A crash report that quotes its error ("AssertionError: spec decode is not supported") is
 narrowed to that error: a step whose cells fail with a different error does not show the
@@ -101,4 +102,6 @@ def step_verdict(findings: Findings, *, errors: Sequence[str] = (),
         return "good", why
     if outcome == "inconclusive":
         return "skip", f"UNKNOWN after escalation: {why}"
+    if outcome == "cannot_answer":
+        return "skip", f"the question cannot run on this runner: {why}"
     return "skip", f"no usable runs: {why}"

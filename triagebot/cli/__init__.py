@@ -12,6 +12,7 @@ tests/test_startup.py holds this.
 
 from triagebot.cli import bisecting, engines, planning, running, service
 from triagebot.cli.base import (
+    EXIT_CANNOT_ANSWER,
     EXIT_INCONCLUSIVE,
     EXIT_NOT_REPRODUCED,
     EXIT_OK,
@@ -26,6 +27,6 @@ from triagebot.cli.planning import PARSE_HELP
 # The modules above register their commands on `app` as they are imported.
 COMMAND_MODULES = (planning, running, bisecting, service, engines)
 
-__all__ = ["COMMAND_MODULES", "EXIT_INCONCLUSIVE", "EXIT_NOT_REPRODUCED", "EXIT_OK",
-           "EXIT_REFUSED", "EXIT_REPRODUCED", "EXIT_RUN_ERROR", "EXIT_USAGE", "PARSE_HELP",
-           "app"]
+__all__ = ["COMMAND_MODULES", "EXIT_CANNOT_ANSWER", "EXIT_INCONCLUSIVE", "EXIT_NOT_REPRODUCED",
+           "EXIT_OK", "EXIT_REFUSED", "EXIT_REPRODUCED", "EXIT_RUN_ERROR", "EXIT_USAGE",
+           "PARSE_HELP", "app"]

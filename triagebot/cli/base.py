@@ -17,6 +17,7 @@ from triagebot import __version__
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from triagebot.analyze.outcome_models import Outcome
     from triagebot.model import Plan, ReproRequest
 
 app = typer.Typer(
@@ -38,8 +39,11 @@ EXIT_REPRODUCED = 0
 EXIT_NOT_REPRODUCED = 1
 EXIT_INCONCLUSIVE = 4
 EXIT_RUN_ERROR = 5
-OUTCOME_EXIT = {"reproduced": EXIT_REPRODUCED, "not_reproduced": EXIT_NOT_REPRODUCED,
-                "inconclusive": EXIT_INCONCLUSIVE, "error": EXIT_RUN_ERROR}
+EXIT_CANNOT_ANSWER = 6  # the report's own comparison cannot run on this runner
+OUTCOME_EXIT: dict[Outcome, int] = {
+    "reproduced": EXIT_REPRODUCED, "not_reproduced": EXIT_NOT_REPRODUCED,
+    "inconclusive": EXIT_INCONCLUSIVE, "cannot_answer": EXIT_CANNOT_ANSWER,
+    "error": EXIT_RUN_ERROR}
 
 
 

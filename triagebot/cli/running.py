@@ -54,8 +54,9 @@ def repro(
 ) -> None:
     """Parse, plan, run every cell here, analyse and print the report.
 
-    Exit code: 0 reproduced, 1 not reproduced, 4 inconclusive, 5 the runs failed,
-    2 bad input, 3 the plan was refused.
+    Exit code: 0 reproduced, 1 not reproduced, 4 inconclusive, 6 could not answer
+    (the report's own comparison cannot run on this runner; the report says why and what
+    was measured instead), 5 the runs failed, 2 bad input, 3 the plan was refused.
     """
     from triagebot.render import RenderError, render_plan
     from triagebot.report import render_report
@@ -88,7 +89,7 @@ def report(
         metavar="FOLDER", help="A `triagebot repro` output directory.")],
 ) -> None:
     """Re-render report.md (and findings.json) from the plan, results and logs a repro
-    left in FOLDER."""
+    left in FOLDER. Exit code: the outcome's, as for `repro`."""
     from pydantic import ValidationError
 
     from triagebot.analyze.findings import analyze

@@ -19,7 +19,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from triagebot.analyze.findings_models import Outcome
+from triagebot.analyze.outcome_models import Outcome
 
 JobState = Literal["queued", "running", "done", "failed", "cancelled"]
 STATES: tuple[JobState, ...] = ("queued", "running", "done", "failed", "cancelled")

@@ -124,6 +124,7 @@ def build_plan(
         estimated_seconds=round(estimate, 1),
         defaults=choices.defaults,
         notes=choices.notes,
+        not_compared=choices.not_compared,
         stands_in_for=context.stands_in_for,
         source=request.source,
     )

@@ -18,6 +18,7 @@ from triagebot.model import (
     Cell,
     CellWorkload,
     Comparison,
+    NotCompared,
     ReproRequest,
     Sampling,
 )
@@ -54,8 +55,19 @@ _AXIS_MODES = {"graph": {"eager", "graph"}, "encoder_graph": {"vit_eager", "vit_
 # --- axes and cells ------------------------------------------------------------------------
 
 
-def _why_not(axis: Axis) -> str:
-    return C.why_not(axis.name, [level.fields for level in axis.levels])
+def _why_not(axis: Axis, *, short: bool = False) -> str:
+    """Why the cpu runner cannot vary `axis`; `short`: each reason's claim without the
+    evidence after its first colon (the reasons read "claim: evidence"), for a headline."""
+    def cut(text: str) -> str:
+        return text.split(": ", 1)[0] if short else text
+
+    why = cut(C.why_not(axis.name, [level.fields for level in axis.levels]))
+    if {"strict", "probabilistic"} <= {lv.fields.get("rejection_sample_method")
+                                       for lv in axis.levels}:
+        # At temperature 0 both verify by the target's argmax: only sampling tells them apart.
+        why += ("; strict and probabilistic rejection sampling differ only when sampling, "
+                f"and {cut(C.RANDOM_SAMPLING_CAUSE)}")
+    return why
 
 
 def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[str, Any],
@@ -92,6 +104,9 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
             choices.note(f"the report compares {axis.name} ({eager.name}, {graph.name}): "
                          f"the cpu runner measures the {eager.name} arm and refuses the "
                          f"{graph.name} arm: {_why_not(axis)}")
+            choices.not_compared.append(NotCompared(
+                axis=axis.name, levels=[lv.name for lv in axis.levels],
+                why=_why_not(axis, short=True)))
         elif asked & _AXIS_MODES.get(axis.name, set()):
             raise PlanRejected(f"{where} cannot vary {axis.name}"
                                + (f": {_why_not(axis)}" if on_cpu else ""),
@@ -101,6 +116,9 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
             choices.note(f"the report compares {axis.name} "
                          f"({', '.join(lv.name for lv in axis.levels)}), which {where} "
                          f"cannot vary{why}; that part of the question is not reproduced")
+            choices.not_compared.append(NotCompared(
+                axis=axis.name, levels=[lv.name for lv in axis.levels],
+                why=_why_not(axis, short=True) if on_cpu else f"{where} cannot vary {axis.name}"))
     if on_cpu and found and not kept and not answered:
         dropped = "; ".join(f"{a.name}: {_why_not(a)}" for a in found)
         raise PlanRejected(f"the cpu runner cannot answer this report's question ({dropped})",
@@ -112,6 +130,11 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
         if engine != "vllm-mlx":
             choices.default("enforce_eager", False, "graphs on, the engine's default")
     kept.sort(key=lambda a: AXIS_ORDER.index(a.name))
+    # An axis left out that would have come first was the report's question (the plan's
+    # primary axis is the first in AXIS_ORDER): the comparisons kept are not the ones asked.
+    first = min((AXIS_ORDER.index(a.name) for a in kept), default=len(AXIS_ORDER))
+    for left in choices.not_compared:
+        left.question = AXIS_ORDER.index(left.axis) < first
     return kept
 
 

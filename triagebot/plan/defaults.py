@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from triagebot.model import DefaultUsed
+from triagebot.model import DefaultUsed, NotCompared
 
 TEMPERATURE = (0.0, "greedy sampling makes speculative decoding lossless, so outputs of "
                     "spec and no-spec cells can be compared token for token")
@@ -55,6 +55,7 @@ class Choices:
     def __init__(self) -> None:
         self.defaults: list[DefaultUsed] = []
         self.notes: list[str] = []
+        self.not_compared: list[NotCompared] = []
 
     def default(self, field: str, value: object, reason: str) -> None:
         self.defaults.append(DefaultUsed(field=field, value=str(value), reason=reason))

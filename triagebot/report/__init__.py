@@ -22,6 +22,7 @@ import jinja2
 
 from triagebot.analyze.against_report_models import LabelMatch
 from triagebot.analyze.findings_models import Findings, Hint
+from triagebot.analyze.findings_outcome import outcome_word
 from triagebot.analyze.looks import DESIGN_EFFECT, DESIGN_POWER
 from triagebot.model import Plan
 from triagebot.plan.synthetic import NOTE
@@ -35,8 +36,6 @@ __all__ = ["MAX_CHARS", "Md", "render_report"]
 MAX_CHARS = 65_536
 TARGET_CHARS = 65_000  # margin for the GitHub client's own newline handling
 _ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
-_WORD = {"reproduced": "Reproduced", "not_reproduced": "Not reproduced",
-         "inconclusive": "Inconclusive", "error": "Error"}
 
 
 class Md(str):
@@ -387,16 +386,20 @@ def _runs_footer(findings: Findings) -> Md:
 
 def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], command: str,
           limits: Limits) -> dict[str, Any]:
-    word = _WORD[findings.outcome]
+    word = outcome_word(findings.outcome)
     rest = findings.headline.split(":", 1)[1].strip() if ":" in findings.headline \
         else findings.headline
-    more = [_t(f"{name}: {n} more runs per arm would reach the next look")
+    pairs = {c.name for c in findings.comparisons if c.kind == "noise"}
+    more = [_t(f"{name}: {n} more runs per arm " + ("would show whether the pair agrees"
+                                                    if name in pairs else
+                                                    "would reach the next look"))
             for name, n in findings.needs_more_runs.items()]
     return {
         "verdict": Md(word),
         "headline": _t(rest, 2000),
         "question": _t(findings.question, 600),
         "reason": _t(findings.outcome_reason, 800),
+        "never_engaged": [_t(e.sentence, 600) for e in findings.never_engaged],
         "cells": _cell_rows(findings),
         "comparisons": _comparison_rows(findings),
         "method": _method_lines(findings),

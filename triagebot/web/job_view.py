@@ -27,6 +27,7 @@ _OUTCOME_BADGE: dict[str, tuple[str, Tone]] = {
     "reproduced": ("reproduced", "good"),
     "not_reproduced": ("not reproduced", "neutral"),
     "inconclusive": ("inconclusive", "waiting"),
+    "cannot_answer": ("could not answer", "muted"),
     "error": ("error", "bad"),
 }
 _STATE_BADGE: dict[str, tuple[str, Tone]] = {
