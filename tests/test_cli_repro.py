@@ -67,3 +67,32 @@ def test_report_on_a_folder_that_is_not_a_repro(tmp_path: Path) -> None:
     result = runner.invoke(app, ["report", str(tmp_path)])
     assert result.exit_code == 2
     assert "not a readable repro folder" in " ".join(result.output.split())
+
+
+def test_report_exits_could_not_answer_when_the_question_cannot_run_here(
+        tmp_path: Path) -> None:
+    from triagebot.cli import EXIT_CANNOT_ANSWER
+    from triagebot.model import RunMeasurement, RunResult
+    from triagebot.overrides import parse_overrides
+    from triagebot.parse import parse_report
+    from triagebot.plan import build_plan
+
+    # Seed 003 compares model runner V1 with V2, which the cpu runner cannot run; stand-in
+    # results for the cells it does run, in a repro folder's layout.
+    request = parse_report(seed_path("003").read_bytes())
+    plan = build_plan(request, parse_overrides(["gpu=cpu"]))
+    (tmp_path / "results").mkdir()
+    (tmp_path / "plan.json").write_text(plan.model_dump_json())
+    (tmp_path / "request.json").write_text(request.model_dump_json())
+    for cell in plan.cells:
+        for r, values in enumerate(([400.0, 410.0, 395.0], [405.0, 398.0, 402.0])):
+            runs = [RunMeasurement(output_tokens=96, seconds=96 / v, tok_s=v) for v in values]
+            result = RunResult(cell_id=cell.cell_id, engine="vllm", status="ok", runs=runs)
+            (tmp_path / "results" / f"{cell.cell_id}-r{r}.json").write_text(
+                result.model_dump_json())
+    result = runner.invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == EXIT_CANNOT_ANSWER == 6, result.output
+    assert result.output.startswith("**Could not answer**: the report's own comparison (v1, "
+                                    "v2 strict, v2 probabilistic) cannot run on the cpu runner")
+    help_text = " ".join(runner.invoke(app, ["repro", "--help"]).output.split())
+    assert "6 could not answer" in help_text

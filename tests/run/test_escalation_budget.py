@@ -1,4 +1,5 @@
-"""Escalation stays inside the plan's time limit: a round is priced before it starts."""
+"""Escalation stays inside the plan's time limit: a round is priced before it starts; an
+A/A pair that came out DIFFERENT gets more rounds within the budget's most runs per cell."""
 
 from __future__ import annotations
 
@@ -76,3 +77,37 @@ def test_after_3_then_2_runs_an_escalation_repeats_the_shorter_order(tmp_path: P
     first = [c.cell_id for c in plan.cells]
     order = _escalate_after(_ran(first, 3, 2), tmp_path)
     assert order == [cid for cid in reversed(first) if cid in order]
+
+
+def _slowdown(aa_scale: float, max_runs: int) -> tuple[Plan, dict[str, list[RunResult]]]:
+    """The recorded reproduced slowdown (every comparison decided), its A/A replica's
+    throughput times `aa_scale`."""
+    plan, results = load_fixture("reproduced_slowdown")
+    plan = plan.model_copy(update={"budget": plan.budget.model_copy(
+        update={"max_runs": max_runs})})
+    replica = next(c.cell_id for c in plan.cells if c.replica)
+    results[replica] = [r.model_copy(update={"runs": [
+        m.model_copy(update={"tok_s": m.tok_s * aa_scale}) for m in r.runs]})
+        for r in results[replica]]
+    return plan, results
+
+
+def _escalated_cells(plan: Plan, results: dict[str, list[RunResult]],
+                     tmp_path: Path) -> list[str]:
+    slots = escalation(_session(plan, results, tmp_path, time.monotonic(), ran=[],
+                                walls={c.cell_id: 1.0 for c in plan.cells}))
+    return sorted(s.cell_id for s in slots)
+
+
+def test_a_different_a_a_pair_gets_another_round_of_its_two_cells(tmp_path: Path) -> None:
+    plan, results = _slowdown(1.0, max_runs=20)
+    assert _escalated_cells(plan, results, tmp_path) == []  # decided, and the pair agrees
+    plan, results = _slowdown(0.8, max_runs=20)
+    pair = next(c for c in plan.comparisons if c.kind == "noise")
+    assert _escalated_cells(plan, results, tmp_path) == sorted([*pair.numerator,
+                                                                *pair.denominator])
+
+
+def test_the_pair_gets_no_round_past_the_most_runs_per_cell(tmp_path: Path) -> None:
+    plan, results = _slowdown(0.8, max_runs=5)
+    assert _escalated_cells(plan, results, tmp_path) == []
