@@ -191,7 +191,7 @@ def test_unknown_top_level_key_lists_the_sections() -> None:
     ("models", "allow, trust_remote_code"),
     ("budget", "max_cells, max_runs, runs, gpu_minutes_per_day, gpu_minutes_per_job"),
     ("verdict", "margin_pct, negligible_pct"),
-    ("labels", "reproduced, not_reproduced, inconclusive, error"),
+    ("labels", "reproduced, not_reproduced, inconclusive, cannot_answer, error"),
 ])
 def test_unknown_key_in_a_section_lists_its_keys(section: str, valid: str) -> None:
     [problem] = _problems(f"[{section}]\ncolour = 1")
@@ -296,6 +296,8 @@ def test_outcome_label() -> None:
     assert config.outcome_label("surprised") is None
     partial = parse_repo_config('[labels]\nreproduced = "confirmed"')
     assert partial.outcome_label("not_reproduced") is None
+    asked = parse_repo_config('[labels]\ncannot_answer = "repro: cannot answer here"')
+    assert asked.outcome_label("cannot_answer") == "repro: cannot answer here"
 
 
 def test_triage_label() -> None:

@@ -242,6 +242,7 @@ class LabelsConfig(Frozen):
     reproduced: LabelName | None = None
     not_reproduced: LabelName | None = None
     inconclusive: LabelName | None = None
+    cannot_answer: LabelName | None = None  # the report's own comparison cannot run here
     error: LabelName | None = None
 
 

@@ -23,7 +23,7 @@ def _findings(outcome: str, reason: str = "why", cells: list[dict[str, Any]] | N
 
 @pytest.mark.parametrize(("outcome", "verdict"), [
     ("reproduced", "bad"), ("not_reproduced", "good"), ("inconclusive", "skip"),
-    ("error", "skip")])
+    ("cannot_answer", "skip"), ("error", "skip")])
 def test_outcome_maps_to_a_three_way_step(outcome: str, verdict: str) -> None:
     got, why = step_verdict(_findings(outcome, "because"))
     assert got == verdict and "because" in why
