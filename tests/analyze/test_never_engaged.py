@@ -46,6 +46,16 @@ def test_zero_drafts_is_named_with_num_drafts() -> None:
     assert f.headline.startswith("Reproduced: speculation never engaged as asked: zero drafts")
 
 
+def test_a_pinned_acceptance_arm_is_left_out() -> None:
+    # Its acceptance is the plan's setting, not the reported configuration engaging.
+    plan, results = _with_counters(SpecCounters(num_drafts=0, num_draft_tokens=0,
+                                                num_accepted_tokens=0))
+    pinned = [c.model_copy(update={"spec": c.spec.model_copy(update={
+        "rejection_sample_method": "synthetic"})}) if c.spec else c for c in plan.cells]
+    plan = plan.model_copy(update={"cells": pinned})
+    assert analyze(plan, results, request=seed_request()).never_engaged == []
+
+
 def test_acceptance_length_one_with_drafts_proposed_is_named() -> None:
     plan, results = _with_counters(SpecCounters(num_drafts=40, num_draft_tokens=40,
                                                 num_accepted_tokens=0,

@@ -27,6 +27,7 @@ from triagebot.analyze.mtp_status import mtp_switched_off, mtp_totals
 from triagebot.analyze.outcome_models import NeverEngaged, NeverEngagedCase
 from triagebot.analyze.spec import SAME_TOKENS_PER_STEP
 from triagebot.model import Cell, Plan, RunResult
+from triagebot.plan.synthetic import is_pinned
 
 _CASE_WORDS: dict[NeverEngagedCase, str] = {
     "zero_drafts": "zero drafts", "length_one": "acceptance length exactly 1.00",
@@ -90,7 +91,7 @@ def _like_no_spec(plan: Plan, comp: ComparisonFinding,
     """A spec arm SAME as its no-spec arm in throughput and in tokens per target step."""
     pair = spec_pair(plan, comp.numerator, comp.denominator)
     res = comp.result
-    if pair is None or res.verdict != "SAME" or res.ratio is None:
+    if pair is None or is_pinned(pair[0]) or res.verdict != "SAME" or res.ratio is None:
         return None
     spec, base = cells[pair[0].cell_id], cells[pair[1].cell_id]
     a, b = spec.tokens_per_step, base.tokens_per_step
@@ -112,11 +113,13 @@ def never_engaged(
     steady: bool,
 ) -> list[NeverEngaged]:
     """Every case that holds, per first-replica spec cell with usable runs; `steady` is
-    False when the A/A pair came out DIFFERENT (then no throughput match is claimed)."""
+    False when the A/A pair came out DIFFERENT (then no throughput match is claimed). A
+    pinned-acceptance arm is left out: its acceptance is set by the plan, not engaged by
+    the configuration the report asked about."""
     out: list[NeverEngaged] = []
     for cell in plan.cells:
         found = cells[cell.cell_id]
-        if cell.spec is None or cell.replica or found.status != "ok":
+        if cell.spec is None or cell.replica or found.status != "ok" or is_pinned(cell):
             continue
         out.extend(_mtp_cases(cell, results.get(cell.cell_id, ())))
         out.extend(_counter_cases(cell, found))
