@@ -32,6 +32,14 @@ def _csv(value: Any) -> Any:
     return value
 
 
+def _real_secret(secret: SecretStr, what: str) -> SecretStr:
+    """`secret`, unless it is too short or a placeholder; the error names `what` it is."""
+    text = secret.get_secret_value()
+    if len(text) < 8 or text.lower() in _PLACEHOLDERS or text.lower().startswith("replace-with"):
+        raise ValueError(f"{what} must be at least 8 characters and not a placeholder")
+    return secret
+
+
 class Settings(BaseSettings):
     """Every knob of the service. Environment names are `TRIAGEBOT_` + the field in capitals."""
 
@@ -116,18 +124,12 @@ class Settings(BaseSettings):
     @field_validator("link_secret")
     @classmethod
     def _real_link_secret(cls, value: SecretStr | None) -> SecretStr | None:
-        return None if value is None else cls._real_secrets([value])[0]
+        return None if value is None else _real_secret(value, "the link secret")
 
     @field_validator("webhook_secrets")
     @classmethod
     def _real_secrets(cls, value: list[SecretStr]) -> list[SecretStr]:
-        for secret in value:
-            text = secret.get_secret_value()
-            if (len(text) < 8 or text.lower() in _PLACEHOLDERS
-                    or text.lower().startswith("replace-with")):
-                raise ValueError("a webhook secret must be at least 8 characters and not a "
-                                 "placeholder")
-        return value
+        return [_real_secret(secret, "a webhook secret") for secret in value]
 
     @field_validator("gpu_kinds")
     @classmethod

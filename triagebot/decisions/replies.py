@@ -121,8 +121,10 @@ def bisect_headline(good: str, bad: str, plan: Plan, between: int | None,
 
 def progress(job: JobRecord, url: str) -> str:
     share = f"{job.runs_done}/{job.runs_planned} runs" if job.runs_planned else "starting"
+    left = ("the time left is not known yet" if job.eta_s is None
+            else f"about {duration(job.eta_s)} left")
     lines = [
-        f"🏃 **Running**: {share}; about {duration(job.eta_s)} left.",
+        f"🏃 **Running**: {share}; {left}.",
         "",
         _job_line(job, url),
     ]
