@@ -94,6 +94,11 @@ class Settings(BaseSettings):
     github_token: SecretStr | None = None
     repo_config_ttl_s: int = Field(default=300, ge=0)
     permission_ttl_s: int = Field(default=600, ge=0)
+    # Answers (short replies or reactions) to people without a role on the repository: at
+    # most this many per thread an hour, and per person and repository a day. A person
+    # gets at most one a thread and day.
+    stranger_answers_per_thread_hour: int = Field(default=3, ge=0)
+    stranger_answers_per_user_day: int = Field(default=3, ge=0)
     progress_interval_s: float = Field(default=60.0, ge=0)
     # Longest Retry-After / rate-limit reset a call sleeps through; past it the event is
     # put aside and tried again once GitHub said it may be (`workers.retry_policy`).

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Sequence
 
 from triagebot.commands import Command, CommandError
-from triagebot.decisions import bisect, cancel, help, repro, status
+from triagebot.decisions import bisect, cancel, help, repro, status, strangers
 from triagebot.decisions import replies as words
 from triagebot.decisions.actions import Action, React, Reply
 from triagebot.decisions.facts import Facts
@@ -26,7 +26,10 @@ DECIDERS: dict[str, Callable[[Command, Facts], list[Action]]] = {
 
 
 def decide(items: Sequence[Command | CommandError], facts: Facts) -> list[Action]:
-    """The actions for one comment's commands, in the order they were written."""
+    """The actions for one comment's commands, in the order they were written; a
+    stranger's comment gets one brief answer for all of them."""
+    if not facts.may_talk:
+        return strangers.decide(items, facts)
     actions: list[Action] = []
     for item in items:
         if isinstance(item, CommandError):

@@ -23,7 +23,7 @@ from triagebot.decisions.facts import Facts
 
 def decide(command: Command, facts: Facts) -> list[Action]:
     if not facts.may_run:
-        return [Refuse(words.refusal(facts.command_name))]
+        return [Refuse(words.refusal(facts.command_name, "bisect"))]
     comment, thread = facts.event.comment, facts.thread
     assert comment is not None, "a command always comes from a comment"
     assert thread is not None, "the executor reads the thread before a bisect is decided"

@@ -145,12 +145,26 @@ def final(job: JobRecord, report: str | None, url: str) -> str:
             f"Results gathered before the failure are kept on the job page.{footer}")
 
 
-def refusal(command_name: str) -> str:
+def refusal(command_name: str, command: str = "repro") -> str:
     # The reply around it already names the requester once.
+    if command == "cancel":
+        return ("Cancelling a job needs write, maintain or admin permission on this "
+                "repository (or being listed in `.github/triagebot.toml`), so nothing was "
+                f"cancelled. A maintainer can ask with `@{command_name} cancel`.")
     return ("Thanks for the request. Starting GPU work needs write, maintain or "
             f"admin permission on this repository (or being listed in "
             f"`.github/triagebot.toml`), so nothing was run. A maintainer can ask with "
-            f"`@{command_name} repro`.")
+            f"`@{command_name} {command}`.")
+
+
+def stranger(command_name: str, commands: Sequence[str]) -> str:
+    """The one short answer to someone without a role here, whatever they asked."""
+    names = list(dict.fromkeys(commands))
+    asked = ", ".join(f"`{name}`" for name in names) or "That command"
+    verb = "were" if len(names) > 1 else "was"
+    return (f"{asked} {verb} not run: `{command_name}` answers people with a role on this "
+            "repository (triage or more for `help` and `status`; write for `repro`, "
+            "`bisect` and `cancel`). A maintainer can run it for you.")
 
 
 def config_error(problems: Sequence[str]) -> str:

@@ -35,7 +35,7 @@ from triagebot.workers.triage_facts import (
     GitHubFactory,
     TriageContext,
     facts_for,
-    first_refusal,
+    may_answer_stranger,
     repo_config,
 )
 from triagebot.workers.triage_jobs import CommentBusy
@@ -116,6 +116,9 @@ class Triage:
         assert event.comment is not None
         sections: list[str] = []
         reactions: list[str] = []
+        # A reply made only of answers that are the same for whoever asks may be a repeat.
+        repeatable = all(isinstance(a, Reply) and a.same_for_all
+                         for a in actions if isinstance(a, Reply | Refuse))
         for action in actions:
             try:
                 section = self._act(gh, event, action, reactions)
@@ -132,7 +135,7 @@ class Triage:
         for content in dict.fromkeys(reactions):
             gh.react(event.repo, event.comment.id, content)
         if sections:
-            self._reply(gh, event, sections)
+            self._reply(gh, event, sections, repeatable)
 
     def _act(self, gh: GitHubClient, event: ThreadEvent, action: Action,
              reactions: list[str]) -> str | None:
@@ -143,8 +146,13 @@ class Triage:
             reactions.append(action.content)
             return None
         if isinstance(action, Refuse):
-            first = first_refusal(self.ctx, event.repo, event.number, event.sender.login)
-            return action.text if first else None
+            if not may_answer_stranger(self.ctx, event.repo, event.number,
+                                       event.sender.login):
+                return None
+            if action.react_only:
+                reactions.append("eyes")
+                return None
+            return action.text
         if isinstance(action, CancelJobs):
             triage_jobs.cancel(self.ctx, action.ids, event.sender.login)
             return None
@@ -160,7 +168,8 @@ class Triage:
         gh = self.ctx.github(event.installation_id)
         self._apply(gh, event, [Reply(words.gave_up(reason)), React("confused")])
 
-    def _reply(self, gh: GitHubClient, event: ThreadEvent, sections: list[str]) -> None:
+    def _reply(self, gh: GitHubClient, event: ThreadEvent, sections: list[str],
+               repeatable: bool = False) -> None:
         """One answer per comment and per edit that adds commands, however many copies of
         its delivery arrive at once: an edit's new commands get a reply of their own, so
         the earlier commands keep theirs."""
@@ -170,11 +179,21 @@ class Triage:
         digest = hashlib.sha256(body.encode()).hexdigest()[:24]
         key = reply_key(event)
         posted = self.ctx.settings.key("replied", where, key)
+        said = self.ctx.settings.key("said", where, hashlib.sha256(
+            "\n\n".join(sections).encode()).hexdigest()[:24])
+        client = self.ctx.store.redis
         with self.ctx.store.runs.claimed("reply", where, key) as ours:
-            if not ours or text_of(self.ctx.store.redis.get(posted) or b"") == digest:
+            if not ours or text_of(client.get(posted) or b"") == digest:
                 return
-            gh.upsert_comment(event.repo, event.number, f"reply={key}", body)
-            self.ctx.store.redis.set(posted, digest, ex=2 * 24 * 3600)
+            if repeatable:
+                client.set(said, key, nx=True, ex=24 * 3600)
+            if repeatable and text_of(client.get(said) or b"") != key:
+                # The same answer is already on this thread, a day old at most: a
+                # repeat gets a reaction, not the same words again.
+                gh.react(event.repo, event.comment.id, "eyes")
+            else:
+                gh.upsert_comment(event.repo, event.number, f"reply={key}", body)
+            client.set(posted, digest, ex=2 * 24 * 3600)
 
     def _thread_event(self, event: ThreadEvent) -> None:
         gh = self.ctx.github(event.installation_id)
