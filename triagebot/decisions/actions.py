@@ -57,6 +57,8 @@ class StartJob:
 @dataclass(frozen=True)
 class CancelJobs:
     ids: tuple[str, ...]
+    # Why, when not a `cancel` command: shown on each job's comment.
+    reason: str | None = None
 
 
 Action = Reply | Refuse | React | StartJob | CancelJobs

@@ -139,7 +139,8 @@ def final(job: JobRecord, report: str | None, url: str) -> str:
         return report.rstrip() + footer
     if job.state == "cancelled":
         who = f" by @{job.cancelled_by}" if job.cancelled_by else ""
-        return f"🚫 **Cancelled**{who}; nothing more will run for this job.{footer}"
+        why = f" ({job.cancel_reason})" if job.cancel_reason else ""
+        return f"🚫 **Cancelled**{who}{why}; nothing more will run for this job.{footer}"
     reason = inline(job.error or "the job failed without saying why", 1500)
     return (f"❌ **The reproduction could not finish**: {reason}\n\n"
             f"Results gathered before the failure are kept on the job page.{footer}")

@@ -178,13 +178,14 @@ class JobStore:
     def set(self, id_: str, **fields: Any) -> JobRecord:
         return self.update(id_, lambda r: r.model_copy(update=fields))
 
-    def request_cancel(self, id_: str, by: str) -> JobRecord:
+    def request_cancel(self, id_: str, by: str, reason: str | None = None) -> JobRecord:
         """Queued jobs are cancelled now; running ones when their worker next looks."""
 
         def change(record: JobRecord) -> JobRecord | None:
             if record.terminal:
                 return None
-            update: dict[str, Any] = {"cancel_requested": True, "cancelled_by": by}
+            update: dict[str, Any] = {"cancel_requested": True, "cancelled_by": by,
+                                      "cancel_reason": reason}
             if record.state == "queued":
                 update.update(state="cancelled", finished_at=time.time())
             return record.model_copy(update=update)

@@ -89,9 +89,18 @@ class Triage:
 
     def _comment(self, event: ThreadEvent) -> None:
         """Gather the facts the comment's commands need, decide, then apply."""
+        if event.comment is None:
+            return
+        gone = self.ctx.settings.key("deleted-comment", event.repo.lower(),
+                                     str(event.comment.id))
+        if event.action == "deleted":
+            self._deleted(event, gone)
+            return
+        if self.ctx.store.redis.exists(gone):
+            return  # deleted before it was handled: its commands are withdrawn
         items = rules.commands_for(event, self.ctx.settings.bot_login,
                                    self.ctx.settings.command_name)
-        if not items or event.comment is None:
+        if not items:
             return
         gh = self.ctx.github(event.installation_id)
         config, problems = repo_config(self.ctx, gh, event.repo)
@@ -109,6 +118,20 @@ class Triage:
                                     React("confused")])
             return
         self._apply(gh, event, decisions.decide(items, facts))
+
+    def _deleted(self, event: ThreadEvent, gone: str) -> None:
+        """A deleted comment withdraws its commands: one not handled yet never runs, and
+        the jobs it started are cancelled, each job's comment saying why."""
+        assert event.comment is not None
+        if rules.is_self_or_bot(event.comment.author, self.ctx.settings.bot_login):
+            return
+        self.ctx.store.redis.set(gone, "1", ex=2 * 24 * 3600)
+        trigger = f"comment-{event.comment.id}"
+        live = tuple(job.id for job in self.ctx.store.thread_jobs(event.repo, event.number)
+                     if job.trigger == trigger and not job.terminal)
+        if live:
+            triage_jobs.cancel(self.ctx, live, event.sender.login,
+                               "the comment that asked for it was deleted")
 
     def _apply(self, gh: GitHubClient, event: ThreadEvent, actions: list[Action]) -> None:
         """Carry out a comment's actions; each is safe to repeat (a retried task, copies of
@@ -154,7 +177,7 @@ class Triage:
                 return None
             return action.text
         if isinstance(action, CancelJobs):
-            triage_jobs.cancel(self.ctx, action.ids, event.sender.login)
+            triage_jobs.cancel(self.ctx, action.ids, event.sender.login, action.reason)
             return None
         busy = triage_jobs.start(self.ctx, gh, action)
         if busy is None:

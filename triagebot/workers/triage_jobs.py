@@ -82,9 +82,10 @@ def _bisect_words(ctx: TriageContext, job: JobRecord, plan: Plan) -> dict[str, A
     return {"headline": headline, "gpu_seconds": steps * plan.estimated_seconds}
 
 
-def cancel(ctx: TriageContext, ids: tuple[str, ...], actor: str) -> None:
+def cancel(ctx: TriageContext, ids: tuple[str, ...], actor: str,
+           reason: str | None = None) -> None:
     for id_ in ids:
-        record = ctx.store.request_cancel(id_, actor)
+        record = ctx.store.request_cancel(id_, actor, reason)
         if record.state == "cancelled":
             # Queued: no worker will pick it up, so say so on its comment now.
             ctx.celery.send_task(task_queues.PUBLISH, args=[id_],
