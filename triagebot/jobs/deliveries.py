@@ -17,6 +17,7 @@ import redis
 from pydantic import ValidationError
 
 from triagebot.frozen import Frozen
+from triagebot.jobs.store_keys import text_of
 from triagebot.settings import Settings
 
 QUEUED, DONE, FAILED = "queued", "done", "failed"
@@ -64,7 +65,7 @@ class DeliveryLog:
                 except ValidationError:
                     continue
                 if listed == delivery:
-                    self.redis.lrem(self._k("failed-events"), 0, raw)
+                    self.redis.lrem(self._k("failed-events"), 0, text_of(raw))
 
     def failed(self, failure: FailedEvent) -> None:
         """The event was given up on: its redelivery will be taken, and it is listed."""
