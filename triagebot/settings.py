@@ -126,6 +126,12 @@ class Settings(BaseSettings):
     def _split_lists(cls, value: Any) -> Any:
         return _csv(value)
 
+    @field_validator("bisect_find_links", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: Any) -> Any:
+        # Compose passes an unset variable on as "", which must not mean the current folder.
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("link_secret")
     @classmethod
     def _real_link_secret(cls, value: SecretStr | None) -> SecretStr | None:

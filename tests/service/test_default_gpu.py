@@ -18,9 +18,9 @@ def _triage(env: dict[str, Any], **update: Any) -> Triage:
     return Triage(settings, env["store"], env["triage"].ctx.celery, env["triage"].ctx.github)
 
 
-def _ack(env: dict[str, Any], triage: Triage, body: str, command: str = "@triagebot repro"
-         ) -> tuple[str, str]:
-    env["fake"].add_issue(REPO, 42, "MTP slower", body, author="reporter")
+def _ack(env: dict[str, Any], triage: Triage, body: str, command: str = "@triagebot repro",
+         title: str = "MTP slower") -> tuple[str, str]:
+    env["fake"].add_issue(REPO, 42, title, body, author="reporter")
     triage.handle(comment_event(env["fake"], command))
     [job] = env["store"].thread_jobs(REPO, 42)
     [ack] = bot_comments(env["fake"])
@@ -62,3 +62,18 @@ def test_the_commands_gpu_comes_first(env: dict[str, Any]) -> None:
     env["fake"].set_file(REPO, ".github/triagebot.toml", '[defaults]\ngpu = "h100"\n')
     kind, _ = _ack(env, env["triage"], ISSUE_BODY, "@triagebot repro gpu=cpu")
     assert kind == "cpu"
+
+
+CRASH_BODY = (
+    "vLLM 0.17.1 on one H100: MTP k=1 crashes under CUDA graphs with RuntimeError: CUDA "
+    "error: an illegal memory access was encountered.\n\n```bash\nvllm serve "
+    "zai-org/GLM-4.5-Air --speculative-config '{\"method\": \"mtp\", "
+    "\"num_speculative_tokens\": 1}'\n```\n\n```\nTraceback (most recent call last):\n"
+    "  File \"x.py\", line 1, in <module>\nRuntimeError: CUDA error: an illegal memory "
+    "access was encountered\n```\n")
+
+
+def test_a_crash_checks_acknowledgement_says_it_is_one(env: dict[str, Any]) -> None:
+    # Issue 41, item 12: it said "Queued a reproduction" like any other.
+    _, ack = _ack(env, env["triage"], CRASH_BODY, title="MTP crash with CUDA graphs")
+    assert "**Queued** a crash check" in ack and "log signatures" in ack

@@ -69,10 +69,11 @@ def _job_line(job: JobRecord, url: str) -> str:
 
 def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float, url: str,
                     notes: Sequence[str] = (), *, runner_live: bool = True,
-                    headline: str | None = None, gpu_seconds: float | None = None) -> str:
+                    headline: str | None = None, gpu_seconds: float | None = None,
+                    crash_check: bool = False) -> str:
     """The job comment's first words: what was queued (`headline`, a repro's by default),
     where it stands in the queue, and when it should end (after `gpu_seconds`, the plan's
-    estimate by default)."""
+    estimate by default). A `crash_check` says that it is one."""
     total_s = plan.estimated_seconds if gpu_seconds is None else gpu_seconds
     if not runner_live:
         # No promise of a start time when nothing would pick the job up.
@@ -87,9 +88,12 @@ def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float
                 f"{duration(wait_s + total_s)} from now.")
     lines = [
         headline or (
-            f"⏳ **Queued** a reproduction: {count(len(plan.cells), 'cell')} on "
+            f"⏳ **Queued** a {'crash check' if crash_check else 'reproduction'}: "
+            f"{count(len(plan.cells), 'cell')} on "
             f"`{plan.engine}` {inline(plan.engine_version or 'latest')}, GPU "
-            f"`{plan.gpu_kind}`, about {duration(plan.estimated_seconds)} of GPU time."),
+            f"`{plan.gpu_kind}`, about {duration(plan.estimated_seconds)} of GPU time."
+            + (" The report is a crash, so each cell's status and log signatures answer "
+               "it, not its timings." if crash_check else "")),
         "",
         _job_line(job, url),
         "",

@@ -54,8 +54,11 @@ def _acknowledge_and_enqueue(ctx: TriageContext, gh: GitHubClient, job: JobRecor
             return
         plan = store.plan(job.id)
         ahead, wait_s = store.queue_position(job)
+        request = store.request(job.id)
         body = words.acknowledgement(job, plan, ahead, wait_s, ctx.job_url(job), notes,
                                      runner_live=runner_live(ctx, job.gpu_kind),
+                                     crash_check=request is not None
+                                     and request.symptom == "crash",
                                      **_bisect_words(ctx, job, plan))
         comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
                                        job.comment_id)
