@@ -240,7 +240,33 @@ def help_text(bot: str = "triagebot", *, gpu_kinds: Sequence[str] = (),
         "| --- | --- |",
         *keys,
         "",
+        *RULES,
+        "",
     ])
+
+
+# How comments are read, in plain words; part of the help.
+RULES = (
+    "**How comments are read.**",
+    "- `help` and `status` answer people with triage access or more; `repro`, `bisect` "
+    "and `cancel` need write access (or a listing in `.github/triagebot.toml`). Anyone "
+    "else gets one short answer per thread and day at most (or a reaction, or nothing, "
+    "as the repository's `[access] strangers` says), and answers to them are capped per "
+    "thread and per person.",
+    "- The same `help` or `status` answer is not posted twice on a thread within a day: "
+    "a repeat gets a 👀 reaction.",
+    "- Several commands in one comment run in the order written, except `cancel`, which "
+    "acts first, on the jobs queued or running before the comment: `cancel` and `repro` "
+    "together restart a reproduction. The reply says what was cancelled.",
+    "- Editing a comment runs only the commands the edit added. An edit that changes a "
+    "`repro` or `bisect` replaces the job that comment started: a queued or running one "
+    "is cancelled and the edited command runs.",
+    "- Deleting a comment withdraws its commands: a job it started is cancelled, and its "
+    "comment says why.",
+    "- Invisible characters (zero-width spaces, word joiners) are ignored. A command line "
+    "that holds a direction control (such as a right-to-left override) is not run, since "
+    "what GitHub shows could differ from what would run; the reply says so.",
+)
 
 
 def _usage(mention: str, spec: CommandSpec) -> str:

@@ -213,6 +213,30 @@ def status(jobs: Sequence[JobRecord], url_for: Mapping[str, str]) -> str:
     return "\n".join(rows)
 
 
+# Why a job was cancelled when its comment's command was edited.
+EDITED = "its command was edited, so the edited command replaces it"
+
+
+def _job_links(ids: Sequence[str], url_for: Mapping[str, str]) -> str:
+    return ", ".join(f"[`{id_}`]({url_for[id_]})" if id_ in url_for else f"`{id_}`"
+                     for id_ in ids)
+
+
+def cancel_first(ids: Sequence[str], url_for: Mapping[str, str]) -> str:
+    """What a comment holding both `cancel` and a command that starts a job did."""
+    if not ids:
+        return ("`cancel` ran first and found no queued or running job; the new job "
+                "below starts as asked.")
+    return (f"`cancel` ran first, on the jobs queued or running before this comment "
+            f"({_job_links(ids, url_for)}); the new job below was started after it.")
+
+
+def replaced(ids: Sequence[str], url_for: Mapping[str, str]) -> str:
+    return (f"The edit changed this comment's command, so the job it had started "
+            f"({_job_links(ids, url_for)}) is cancelled and the edited command runs "
+            "instead.")
+
+
 def nothing_to_cancel() -> str:
     return "There is no queued or running job on this thread to cancel."
 

@@ -116,8 +116,10 @@ def facts_for(ctx: TriageContext, gh: GitHubClient, event: ThreadEvent, config: 
     """Only what the named commands read: no GitHub call a comment does not need."""
     settings, store = ctx.settings, ctx.store
     may_talk, may_run = standing(ctx, gh, event.repo, event.sender.login, config)
+    # An edit's repro or bisect may replace the job the comment started.
+    edit_starts = event.action == "edited" and bool(names_ & {"repro", "bisect"})
     jobs = (tuple(store.thread_jobs(event.repo, event.number))
-            if names_ & {"status", "cancel"} else ())
+            if names_ & {"status", "cancel"} or edit_starts else ())
     repro = may_run and bool(names_ & {"repro", "bisect"})
     if repro and thread is None:
         thread = gh.read_thread(event.repo, event.number)
