@@ -121,3 +121,20 @@ def test_a_reaction_on_a_vanished_comment_is_no_failure(env: dict[str, Any]) -> 
     triage.handle(created)
     [job] = store.thread_jobs(REPO, 42)
     assert job.state == "queued"
+
+
+def test_a_bisect_between_unknown_versions_is_refused_on_arrival(env: dict[str, Any],
+                                                                tmp_path: Path) -> None:
+    # Issue 41, item 6: it was queued and failed on a runner, "results kept on the job
+    # page", though it was no reproduction and had no results.
+    from tests.bisect.tiny_engine import build_index
+
+    settings = env["settings"].model_copy(
+        update={"bisect_find_links": build_index(tmp_path / "index", nightlies=False)})
+    triage = Triage(settings, env["store"], env["triage"].ctx.celery, env["triage"].ctx.github)
+    fake = env["fake"]
+    triage.handle(comment_event(fake, "@triagebot bisect good=0.17.1 bad=0.99.0"))
+    assert env["store"].thread_jobs(REPO, 42) == []
+    [reply] = bot_comments(fake)
+    assert "bisect" in reply.body and "0.99.0" in reply.body
+    assert "could not finish" not in reply.body

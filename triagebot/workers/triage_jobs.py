@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from triagebot.bisect.expected import expected_steps
+from triagebot.bisect.expected import expected_steps, unlisted_ends
 from triagebot.bisect.spec import BisectSpec
 from triagebot.decisions import replies as words
 from triagebot.decisions.actions import StartJob
@@ -26,7 +26,13 @@ class CommentBusy(Exception):
 
 
 def start(ctx: TriageContext, gh: GitHubClient, action: StartJob) -> str | None:
-    """Create the job and acknowledge it; a reply when another job is live, else None."""
+    """Create the job and acknowledge it; a reply when another job is live, or a bisect's
+    ends are not in the engine's release list, else None."""
+    if action.record.bisect is not None:
+        spec = BisectSpec.model_validate_json(action.record.bisect)
+        problem = unlisted_ends(ctx.settings, spec, action.plan)
+        if problem:
+            return words.plan_refused(f"bisect: {problem}")
     created = ctx.store.create(action.record, action.plan, action.request)
     if created.status == "busy":
         return words.busy(created.job, ctx.job_url(created.job))
