@@ -11,7 +11,8 @@ from triagebot.settings import Settings
 
 
 def test_a_progress_line_without_an_estimate_says_so() -> None:
-    job = record(small_plan()).model_copy(update={"runs_done": 2, "runs_planned": 9,
+    job = record(small_plan()).model_copy(update={"state": "running", "runs_done": 2,
+                                                  "runs_planned": 9,
                                                   "eta_s": None})
     line = words.progress(job, "http://x").split("\n")[0]
     assert "unknown" not in line

@@ -124,6 +124,8 @@ def bisect_headline(good: str, bad: str, plan: Plan, between: int | None,
 
 
 def progress(job: JobRecord, url: str) -> str:
+    if job.state == "queued":
+        return queued_again(job, url)
     share = f"{job.runs_done}/{job.runs_planned} runs" if job.runs_planned else "starting"
     left = ("the time left is not known yet" if job.eta_s is None
             else f"about {duration(job.eta_s)} left")
@@ -135,6 +137,18 @@ def progress(job: JobRecord, url: str) -> str:
     if job.current:
         lines += ["", f"Now: {inline(job.current, 200)}"]
     return "\n".join(lines)
+
+
+def queued_again(job: JobRecord, url: str) -> str:
+    """A job back in the queue after the runner running it was lost."""
+    done = (f" {job.runs_done}/{job.runs_planned} runs were done before it stopped."
+            if job.runs_planned else "")
+    return "\n".join([
+        f"⏳ **Queued again**: the runner running it stopped answering, so the job waits "
+        f"for a runner once more (attempt {job.attempts + 1}).{done}",
+        "",
+        _job_line(job, url),
+    ])
 
 
 def final(job: JobRecord, report: str | None, url: str) -> str:

@@ -238,7 +238,9 @@ class JobStore:
                 return None
             new = record.model_copy(update={
                 "state": "queued", "worker": None, "enqueued": False, "reaped": record.reaped + 1,
-                "current": "requeued: its worker stopped sending heartbeats"})
+                "current": "requeued: its worker stopped sending heartbeats",
+                # No estimate holds now, and its comment is due an edit at once.
+                "eta_s": None, "progress_posted_at": None})
             moved.append(new)
             return new
 
