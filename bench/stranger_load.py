@@ -1,4 +1,4 @@
-"""Strangers flooding one thread while a maintainer asks for reproductions (issue 41).
+"""Strangers flooding one thread while a maintainer asks for reproductions.
 
 Run from the repository root: `.venv/bin/python bench/stranger_load.py`. Everything is
 real but GitHub, and all of it listens on 127.0.0.1 only: the webhook ingress (uvicorn),

@@ -104,12 +104,8 @@ def _runner_kind(plan: Plan, options: ReproOptions, merged: ReproOptions,
         if planned in facts.gpu_kinds:
             return planned, None
         return chosen, _other_kind_note(f"`{planned}`, the kind `{engine}` runs on", facts)
-    note = (None if not reported else
-            f"The report names {reported}, which is no runner kind here, so this runs on "
-            f"`{chosen}`, this deployment's default runner: its numbers can differ from "
-            f"the reporter's. Ask for another kind with `gpu=` (available: "
-            f"{', '.join(facts.gpu_kinds)}).")
-    return chosen, note
+    # The planner's general default: the report names no GPU, or one we know no kind of.
+    return chosen, _other_kind_note(f"the reporter's {reported}", facts) if reported else None
 
 
 def _other_kind_note(whose: str, facts: Facts) -> str:
