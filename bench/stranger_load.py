@@ -310,9 +310,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         text, ok = report(args, run, github_load(calls), fake.max_in_flight, answers,
                           drain_s)
         errors = [line for line in w.tail(400).splitlines() if "ERROR" in line]
-    header = (f"Commit {commit()}; {machine()}.\n\nCommand: `.venv/bin/python "
-              f"bench/stranger_load.py {' '.join(argv if argv is not None else sys.argv[1:])}`"
-              .rstrip() + "\n")
+    command = " ".join(["bench/stranger_load.py",
+                        *(argv if argv is not None else sys.argv[1:])])
+    header = f"Commit {commit()}; {machine()}.\n\nCommand: `.venv/bin/python {command}`\n"
     body = f"{header}\n{text}\n\nTriage worker ERROR lines: {len(errors)}\n"
     print(body)
     if args.out:
