@@ -34,8 +34,16 @@ GPU_SETTINGS = {
     "redis_url", "namespace", "job_time_limit_s", "visibility_timeout_s", "max_attempts",
     "lock_ttl_s", "heartbeat_s", "worker_heartbeat_max_age_s", "job_ttl_s", "gpu_kinds",
     "default_gpu", "progress_interval_s", "data_dir", "env_cache_dir", "run_local",
-    "silence_limit_s", "escalate",
+    "silence_limit_s", "escalate", "bisect_index", "bisect_find_links",
+    "bisect_commits_wait_s",
 }
+# The modules a runner (GPU or cpu worker) runs: every setting they read must reach it.
+RUNNER_SOURCES = [ROOT / "triagebot" / "workers" / "runner.py",
+                  ROOT / "triagebot" / "workers" / "runner_bisect.py",
+                  *sorted((ROOT / "triagebot" / "bisect").glob("*.py")),
+                  *sorted((ROOT / "triagebot" / "run").glob("*.py"))]
+# Read by runners but never passed: their value is the same everywhere (or fixed above).
+RUNNER_FIXED = {"namespace"}
 GPU_OTHER_ENV = {"CUDA_VISIBLE_DEVICES", "HF_HOME", "HF_HUB_OFFLINE"}
 CREDENTIAL = re.compile(r"GITHUB|APP_|WEBHOOK|TOKEN|PRIVATE_KEY|SECRET")
 INTERPOLATION = re.compile(r"\$\{([A-Z0-9_]+)(?::?-([^}]*))?\}")
@@ -174,6 +182,25 @@ def test_gpu_workers_hold_no_github_credentials(services):
         assert set(env) - {f"TRIAGEBOT_{s.upper()}" for s in settings} <= GPU_OTHER_ENV
     image = (DEPLOY / "Dockerfile.gpu").read_text()
     assert not CREDENTIAL.search(image)
+
+
+def _settings_read_by_runners() -> set[str]:
+    found: set[str] = set()
+    for path in RUNNER_SOURCES:
+        found |= set(re.findall(r"\bsettings\.([a-z_][a-z0-9_]*)\b", path.read_text()))
+    return found & set(Settings.model_fields)
+
+
+def test_every_setting_a_runner_reads_reaches_every_runner(services):
+    # Issue 41, item 5: the bisect settings were missing, so the acknowledgement counted
+    # steps from the configured index while runners walked PyPI.
+    read = _settings_read_by_runners()
+    assert {"bisect_index", "bisect_find_links", "bisect_commits_wait_s"} <= read
+    runners = {**_gpu_services(services), "runner-cpu-0": services["runner-cpu-0"]}
+    for name, svc in runners.items():
+        passed = {_field(k) for k in _env(svc) if k.startswith("TRIAGEBOT_")}
+        missing = read - passed - RUNNER_FIXED
+        assert not missing, f"{name} is not given {sorted(missing)}"
 
 
 def test_gpu_workers_read_models_offline_from_a_read_only_cache(services):

@@ -186,7 +186,7 @@ def test_unknown_top_level_key_lists_the_sections() -> None:
 
 @pytest.mark.parametrize(("section", "valid"), [
     ("triage", "labels, run, pull_requests"),
-    ("access", "users, teams"),
+    ("access", "users, teams, strangers"),
     ("defaults", "engine, version, gpu"),
     ("models", "allow, trust_remote_code"),
     ("budget", "max_cells, max_runs, runs, gpu_minutes_per_day, gpu_minutes_per_job"),

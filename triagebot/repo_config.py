@@ -9,6 +9,8 @@ pull_requests = false
 [access]            # who may start GPU work besides write/maintain/admin collaborators
 users = ["alice"]
 teams = ["my-org/perf-team"]
+strangers = "reply" # commands from people without a role: one short answer ("reply"),
+                    # a reaction only ("react"), or nothing ("ignore")
 
 [defaults]          # used where neither the report nor the command says
 engine = "vllm"
@@ -51,7 +53,7 @@ import re
 import tomllib
 from collections.abc import Callable, Iterable
 from fnmatch import fnmatchcase
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from annotated_types import Ge, Le
 from pydantic import (
@@ -177,6 +179,7 @@ class TriageConfig(Frozen):
 class AccessConfig(Frozen):
     users: tuple[Login, ...] = Field(default=(), max_length=MAX_ENTRIES)
     teams: tuple[Team, ...] = Field(default=(), max_length=MAX_ENTRIES)
+    strangers: Literal["reply", "react", "ignore"] = "reply"
 
 
 class DefaultsConfig(Frozen):

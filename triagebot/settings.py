@@ -32,6 +32,14 @@ def _csv(value: Any) -> Any:
     return value
 
 
+def _real_secret(secret: SecretStr, what: str) -> SecretStr:
+    """`secret`, unless it is too short or a placeholder; the error names `what` it is."""
+    text = secret.get_secret_value()
+    if len(text) < 8 or text.lower() in _PLACEHOLDERS or text.lower().startswith("replace-with"):
+        raise ValueError(f"{what} must be at least 8 characters and not a placeholder")
+    return secret
+
+
 class Settings(BaseSettings):
     """Every knob of the service. Environment names are `TRIAGEBOT_` + the field in capitals."""
 
@@ -86,6 +94,11 @@ class Settings(BaseSettings):
     github_token: SecretStr | None = None
     repo_config_ttl_s: int = Field(default=300, ge=0)
     permission_ttl_s: int = Field(default=600, ge=0)
+    # Answers (short replies or reactions) to people without a role on the repository: at
+    # most this many per thread an hour, and per person and repository a day. A person
+    # gets at most one a thread and day.
+    stranger_answers_per_thread_hour: int = Field(default=3, ge=0)
+    stranger_answers_per_user_day: int = Field(default=3, ge=0)
     progress_interval_s: float = Field(default=60.0, ge=0)
     # Longest Retry-After / rate-limit reset a call sleeps through; past it the event is
     # put aside and tried again once GitHub said it may be (`workers.retry_policy`).
@@ -113,21 +126,21 @@ class Settings(BaseSettings):
     def _split_lists(cls, value: Any) -> Any:
         return _csv(value)
 
+    @field_validator("bisect_find_links", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: Any) -> Any:
+        # Compose passes an unset variable on as "", which must not mean the current folder.
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("link_secret")
     @classmethod
     def _real_link_secret(cls, value: SecretStr | None) -> SecretStr | None:
-        return None if value is None else cls._real_secrets([value])[0]
+        return None if value is None else _real_secret(value, "the link secret")
 
     @field_validator("webhook_secrets")
     @classmethod
     def _real_secrets(cls, value: list[SecretStr]) -> list[SecretStr]:
-        for secret in value:
-            text = secret.get_secret_value()
-            if (len(text) < 8 or text.lower() in _PLACEHOLDERS
-                    or text.lower().startswith("replace-with")):
-                raise ValueError("a webhook secret must be at least 8 characters and not a "
-                                 "placeholder")
-        return value
+        return [_real_secret(secret, "a webhook secret") for secret in value]
 
     @field_validator("gpu_kinds")
     @classmethod

@@ -215,6 +215,9 @@ class FakeGitHub:
         self._limits: list[_Limit] = []
         self._too_early: list[Call] = []
         self._delay_s = 0.0
+        # Installation-token requests being answered now, and the most there ever were.
+        self._in_flight = 0
+        self._max_in_flight = 0
         self._calls: list[Call] = []
         self._unexpected: list[Call] = []
         self._server: _Server | None = None
@@ -410,6 +413,12 @@ class FakeGitHub:
             return list(self._calls)
 
     @property
+    def max_in_flight(self) -> int:
+        """The most requests made with installation tokens that were answered at once."""
+        with self._lock:
+            return self._max_in_flight
+
+    @property
     def unexpected(self) -> list[Call]:
         with self._lock:
             return list(self._unexpected)
@@ -438,8 +447,24 @@ class FakeGitHub:
                authorization: str | None) -> _Reply | None:
         """Answer one request; None means drop the connection."""
         arrived, wall = time.monotonic(), time.time()
+        counted = _auth_kind(authorization) == "token"
         with self._lock:
             delay = self._delay_s
+            if counted:
+                self._in_flight += 1
+                self._max_in_flight = max(self._max_in_flight, self._in_flight)
+        try:
+            return self._handle(method, raw_path, query, raw_body, authorization, delay,
+                                (arrived, wall))
+        finally:
+            if counted:
+                with self._lock:
+                    self._in_flight -= 1
+
+    def _handle(self, method: str, raw_path: str, query: dict[str, list[str]],
+                raw_body: bytes, authorization: str | None, delay: float,
+                when: tuple[float, float]) -> _Reply | None:
+        arrived, wall = when
         if delay:
             time.sleep(delay)
         segments = [urllib.parse.unquote(s) for s in raw_path.split("/")]

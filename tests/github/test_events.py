@@ -100,7 +100,6 @@ def test_pull_requests(name: str) -> None:
 
 
 @pytest.mark.parametrize(("event", "name"), [
-    ("issue_comment", "issue_comment.deleted"),
     ("issue_comment", "issue_comment.pinned"),
     ("star", "star.created"),
     ("installation", "installation.created"),
@@ -252,3 +251,9 @@ def test_actor_is_bot() -> None:
     assert Actor(login="github-actions[bot]").is_bot
     assert not Actor(login="maint").is_bot
     assert not Actor(login="bot-fan", type="User").is_bot
+
+
+def test_a_deleted_comment_is_ours() -> None:
+    # Issue 41, item 4: deleting a command's comment withdraws it.
+    ev = normalise("issue_comment", load("issue_comment.deleted"), "d-1")
+    assert ev is not None and ev.action == "deleted" and ev.comment is not None

@@ -68,3 +68,41 @@ def _wait_until_warm(fake: FakeGitHub) -> None:
     while len(fake.calls_to("GET", rf"/repos/{REPO}/issues/1/comments")) < 2:
         assert time.monotonic() < deadline, "the writers did not start"
         time.sleep(0.05)
+
+
+def _read(settings: Settings, start: Event) -> None:
+    from triagebot.workers.write_turns import installation_client
+
+    with installation_client(settings, INSTALLATION_ID, policy=FAST) as gh:
+        gh.read_thread(REPO, 1)
+        start.wait(30)
+        for _ in range(4):
+            gh.read_thread(REPO, 1)
+            gh.permission(REPO, "someone")
+
+
+def test_reads_take_the_turn_too(fake_github: FakeGitHub, settings: Settings) -> None:
+    # Issue 41: writes waited their turn but reads of two processes still overlapped.
+    # GitHub asks for every request of an installation to be serial.
+    fake_github.add_issue(REPO, 1, "t", "b")
+    fake_github.delay(0.05)
+    spawn: Any = multiprocessing.get_context("spawn")
+    start = spawn.Event()
+    procs = [spawn.Process(target=_read, args=(settings, start)) for _ in range(3)]
+    for proc in procs:
+        proc.start()
+    try:
+        deadline = time.monotonic() + 60
+        while len(fake_github.calls_to("GET", rf"/repos/{REPO}/issues/1/comments")) < 3:
+            assert time.monotonic() < deadline, "the readers did not start"
+            time.sleep(0.05)
+        start.set()
+        for proc in procs:
+            proc.join(60)
+            assert proc.exitcode == 0
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+    assert len(fake_github.calls_to("GET", rf"/repos/{REPO}/issues/1")) >= 12
+    assert fake_github.max_in_flight == 1

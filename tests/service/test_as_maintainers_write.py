@@ -80,3 +80,61 @@ def test_the_bisect_acknowledgement_describes_the_bisect(env: dict[str, Any],
     assert "4 releases between them" in body and "about 4 steps" in body
     step = env["store"].plan(job.id).estimated_seconds
     assert f"about {words.duration(4 * step)} of GPU time in all" in body
+
+
+def test_deleting_a_repro_comment_cancels_its_job_and_says_why(env: dict[str, Any]) -> None:
+    # Issue 41, item 4: the job ran on after its comment was deleted.
+    triage, fake, store = env["triage"], env["fake"], env["store"]
+    created = comment_event(fake, "@triagebot repro")
+    triage.handle(created)
+    [job] = store.thread_jobs(REPO, 42)
+    assert created.comment is not None
+    fake.delete_comment(created.comment.id)
+    triage.handle(comment_event(fake, "@triagebot repro", action="deleted",
+                                comment_id=created.comment.id, delivery="d-2"))
+    cancelled = store.require(job.id)
+    assert cancelled.state == "cancelled"
+    triage.publish(job.id)
+    [comment] = bot_comments(fake)
+    assert "Cancelled** by @maint (the comment that asked for it was deleted)" in comment.body
+
+
+def test_a_comment_deleted_before_it_was_handled_starts_nothing(env: dict[str, Any]) -> None:
+    triage, fake, store = env["triage"], env["fake"], env["store"]
+    created = comment_event(fake, "@triagebot repro")
+    assert created.comment is not None
+    fake.delete_comment(created.comment.id)
+    # The deletion is handled first (two worker processes), then the creation.
+    triage.handle(comment_event(fake, "@triagebot repro", action="deleted",
+                                comment_id=created.comment.id, delivery="d-2"))
+    triage.handle(created)
+    assert store.thread_jobs(REPO, 42) == [] and bot_comments(fake) == []
+
+
+def test_a_reaction_on_a_vanished_comment_is_no_failure(env: dict[str, Any]) -> None:
+    # The deletion event has not come yet: the job starts, and its +1 finds no comment;
+    # that must not fail the event (no ERROR, no failed delivery).
+    triage, fake, store = env["triage"], env["fake"], env["store"]
+    created = comment_event(fake, "@triagebot repro")
+    assert created.comment is not None
+    fake.delete_comment(created.comment.id)
+    triage.handle(created)
+    [job] = store.thread_jobs(REPO, 42)
+    assert job.state == "queued"
+
+
+def test_a_bisect_between_unknown_versions_is_refused_on_arrival(env: dict[str, Any],
+                                                                tmp_path: Path) -> None:
+    # Issue 41, item 6: it was queued and failed on a runner, "results kept on the job
+    # page", though it was no reproduction and had no results.
+    from tests.bisect.tiny_engine import build_index
+
+    settings = env["settings"].model_copy(
+        update={"bisect_find_links": build_index(tmp_path / "index", nightlies=False)})
+    triage = Triage(settings, env["store"], env["triage"].ctx.celery, env["triage"].ctx.github)
+    fake = env["fake"]
+    triage.handle(comment_event(fake, "@triagebot bisect good=0.17.1 bad=0.99.0"))
+    assert env["store"].thread_jobs(REPO, 42) == []
+    [reply] = bot_comments(fake)
+    assert "bisect" in reply.body and "0.99.0" in reply.body
+    assert "could not finish" not in reply.body

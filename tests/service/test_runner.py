@@ -65,3 +65,15 @@ def test_attempts_are_capped(runner: JobRunner, plan: Plan, settings: Settings) 
     assert len(published(settings)) == 1
     # The lock is released, so nothing is left holding the job.
     assert runner.store.runs.lock_ttl(job.id) == 0
+
+
+def test_the_time_an_attempt_held_the_runner_is_on_the_job(runner: JobRunner,
+                                                           plan: Plan) -> None:
+    # Issue 41, item 12: the job page's JSON always showed gpu_seconds 0.0. An attempt
+    # that fails inside the runner (here a bisect whose spec cannot be read) still held it.
+    job = runner.store.create(record(plan), plan, None).job
+    runner.store.set(job.id, bisect="{}")
+    assert runner.run(job.id) == "ran"
+    failed = runner.store.require(job.id)
+    assert failed.state == "failed" and failed.gpu_seconds > 0
+    assert runner.store.counters.gpu_seconds_today(failed.repo) == pytest.approx(failed.gpu_seconds)

@@ -52,7 +52,7 @@ def test_unauthorised_user_gets_one_polite_refusal(env: dict[str, Any]) -> None:
     assert queued(settings, "gpu-h100") == [] and queued(settings, "gpu-cpu") == []
     assert env["store"].thread_jobs(REPO, 42) == []
     replies = bot_comments(fake)
-    assert len(replies) == 1 and "write, maintain or admin" in replies[0].body
+    assert len(replies) == 1 and "write for `repro`" in replies[0].body
     # Issue 15, defect 9: the requester was mentioned twice in one reply.
     assert replies[0].body.count("@drive-by") == 1
 

@@ -186,7 +186,6 @@ def test_a_large_delivery_is_screened_off_the_loop_and_queued(
 
 @pytest.mark.parametrize(("event", "name"), [
     ("star", "star.created"),
-    ("issue_comment", "issue_comment.deleted"),
     ("issue_comment", "issue_comment.pinned"),
     ("installation", "installation.created"),
 ])

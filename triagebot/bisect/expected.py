@@ -33,21 +33,46 @@ def expected_steps(settings: Settings, spec: BisectSpec, plan: Plan,
     package index its runner reads; None where that cannot be told yet (a commit end,
     whose commits the runner has listed from GitHub, or an index out of reach)."""
     try:
-        level, _ = start_level(spec.good, spec.bad, spec.direction)
-        if level == "commit":
-            return None
-        package = envs.package_for(plan.engine, plan.gpu_kind)
-        where = str(settings.bisect_find_links or settings.bisect_index)
-        known = ranges.finals(envs.index_versions(package, where, timeout_s))
-        if level == "release":
-            rng = ranges.release_range(known, spec.good, spec.bad, direction=spec.direction)
-        else:
-            nightly = envs.index_versions(envs.nightly_package_for(package), where, timeout_s,
-                                          wheels_here=True)
-            rng = nightly_span(ranges.nightlies(nightly), known, spec.good, spec.bad,
-                               direction=spec.direction)
+        found = _listed_range(settings, spec, plan, timeout_s)
     except (ranges.BisectError, ProvisionError):
         return None  # the runner says why, on the job's comment
-    return Expected(level=level, between=rng.candidates - 1,
-                    steps=search.clean_steps_bound(rng.candidates),
-                    most=search.step_budget(rng.candidates))
+    if found is None:
+        return None
+    level, candidates = found
+    return Expected(level=level, between=candidates - 1,
+                    steps=search.clean_steps_bound(candidates),
+                    most=search.step_budget(candidates))
+
+
+def unlisted_ends(settings: Settings, spec: BisectSpec, plan: Plan,
+                  timeout_s: float = 10.0) -> str | None:
+    """Why the engine's release list (the index its runner reads) cannot hold this
+    bisect's ends, as the command arrives; None when it can, or when the list is out of
+    reach (the runner then says what it finds)."""
+    try:
+        _listed_range(settings, spec, plan, timeout_s)
+    except ranges.BisectError as exc:
+        return str(exc)
+    except ProvisionError:
+        return None
+    return None
+
+
+def _listed_range(settings: Settings, spec: BisectSpec, plan: Plan,
+                  timeout_s: float) -> tuple[str, int] | None:
+    """The level a bisect starts at and its candidates there, from the index; None for a
+    commit end. Raises BisectError for ends the index does not list."""
+    level, _ = start_level(spec.good, spec.bad, spec.direction)
+    if level == "commit":
+        return None
+    package = envs.package_for(plan.engine, plan.gpu_kind)
+    where = str(settings.bisect_find_links or settings.bisect_index)
+    known = ranges.finals(envs.index_versions(package, where, timeout_s))
+    if level == "release":
+        rng = ranges.release_range(known, spec.good, spec.bad, direction=spec.direction)
+    else:
+        nightly = envs.index_versions(envs.nightly_package_for(package), where, timeout_s,
+                                      wheels_here=True)
+        rng = nightly_span(ranges.nightlies(nightly), known, spec.good, spec.bad,
+                           direction=spec.direction)
+    return level, rng.candidates

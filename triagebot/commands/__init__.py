@@ -60,11 +60,20 @@ COMMANDS: dict[str, CommandSpec] = {
 MAX_COMMANDS = 5
 MAX_BODY_CHARS = 65_536  # GitHub's own cap on a comment body
 
+# Invisible characters that change nothing a reader sees: dropped before reading, so a
+# zero-width space before `@` or a word joiner after a command word does not hide it.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+# Direction controls can make what GitHub shows differ from what would be read: a command
+# line that holds one is not read, and the reply says why.
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _WORD = re.compile(r"\S+")
 # Whitespace, then the command word; sentence punctuation may follow it: "@triagebot help."
 _HEAD = re.compile(r"\s+([A-Za-z][A-Za-z0-9_-]{0,39})[.!?]*(?!\S)")
 # What may stand before a mention that addresses the bot: indentation, list and heading marks.
-_LINE_OPENING = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)]|#{1,6})[ \t]+)*")
+# (Direction controls count as indentation here, so the line is answered, not skipped.)
+_LINE_OPENING = re.compile(
+    r"[ \t\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]*"
+    r"(?:(?:[-*+]|\d{1,9}[.)]|#{1,6})[ \t]+[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]*)*")
 
 
 @lru_cache(maxsize=8)
@@ -113,7 +122,14 @@ def _read(body: _Body, at: int, after: int) -> Command | CommandError | None:
     text = body.text
     if not body.opens_line(at):
         return None  # a mention in mid-sentence is talk about the bot, never a command
-    _, line_end = body.lines[body.line_of(at)]
+    line_start, line_end = body.lines[body.line_of(at)]
+    control = _BIDI.search(text, line_start, line_end)
+    if control is not None:
+        return CommandError(
+            name=None, position=body.position(control.start()),
+            message=f"this line was not read as a command: it holds an invisible direction "
+                    f"control (U+{ord(control.group()):04X}), which can make what GitHub "
+                    "shows differ from what would run; write the command again without it")
     pos = after + 1 if text.startswith(":", after) else after
     head = _HEAD.match(text, pos, line_end)
     if head is None or not body.prose(pos, head.end()):
@@ -166,7 +182,7 @@ def _scan(body: _Body, bot: str) -> list[Command | CommandError]:
 
 def parse_comment(body: str, bot: str = "triagebot") -> list[Command | CommandError]:
     """Every command and command error in `body`, in order; [] when it has none."""
-    text = body[:MAX_BODY_CHARS]
+    text = body[:MAX_BODY_CHARS].translate(_INVISIBLE)
     if _mention(bot).search(text) is None:
         return []  # most comments never name the bot: skip the markdown scan
     return _scan(_Body(text), bot)
@@ -192,7 +208,7 @@ def new_commands(body: str, previous: str | None,
 
 
 def _stripped_lines(body: str) -> list[str]:
-    text = body[:MAX_BODY_CHARS]
+    text = body[:MAX_BODY_CHARS].translate(_INVISIBLE)
     return [text[start:end].strip() for start, end in line_spans(text)]
 
 
@@ -224,7 +240,33 @@ def help_text(bot: str = "triagebot", *, gpu_kinds: Sequence[str] = (),
         "| --- | --- |",
         *keys,
         "",
+        *RULES,
+        "",
     ])
+
+
+# How comments are read, in plain words; part of the help.
+RULES = (
+    "**How comments are read.**",
+    "- `help` and `status` answer people with triage access or more; `repro`, `bisect` "
+    "and `cancel` need write access (or a listing in `.github/triagebot.toml`). Anyone "
+    "else gets one short answer per thread and day at most (or a reaction, or nothing, "
+    "as the repository's `[access] strangers` says), and answers to them are capped per "
+    "thread and per person.",
+    "- The same `help` or `status` answer is not posted twice on a thread within a day: "
+    "a repeat gets a 👀 reaction.",
+    "- Several commands in one comment run in the order written, except `cancel`, which "
+    "acts first, on the jobs queued or running before the comment: `cancel` and `repro` "
+    "together restart a reproduction. The reply says what was cancelled.",
+    "- Editing a comment runs only the commands the edit added. An edit that changes a "
+    "`repro` or `bisect` replaces the job that comment started: a queued or running one "
+    "is cancelled and the edited command runs.",
+    "- Deleting a comment withdraws its commands: a job it started is cancelled, and its "
+    "comment says why.",
+    "- Invisible characters (zero-width spaces, word joiners) are ignored. A command line "
+    "that holds a direction control (such as a right-to-left override) is not run, since "
+    "what GitHub shows could differ from what would run; the reply says so.",
+)
 
 
 def _usage(mention: str, spec: CommandSpec) -> str:

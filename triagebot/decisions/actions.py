@@ -20,12 +20,23 @@ class _Words:
     text: str
 
 
+@dataclass(frozen=True)
 class Reply(_Words):
-    """One section of the single reply to the comment."""
+    """One section of the single reply to the comment. `same_for_all`: the answer does
+    not depend on who asked (help, status), so a reply made only of such sections that
+    the thread already holds from the last day is not posted again: the repeat gets a
+    reaction instead."""
+
+    same_for_all: bool = False
 
 
+@dataclass(frozen=True)
 class Refuse(_Words):
-    """A polite refusal, posted at most once per user, thread and day (no spam lever)."""
+    """A polite refusal, posted at most once per user, thread and day, and only within
+    the per-thread and per-user budgets (no spam lever). `react_only`: a reaction stands
+    in for the words, under the same budgets."""
+
+    react_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,8 @@ class StartJob:
 @dataclass(frozen=True)
 class CancelJobs:
     ids: tuple[str, ...]
+    # Why, when not a `cancel` command: shown on each job's comment.
+    reason: str | None = None
 
 
 Action = Reply | Refuse | React | StartJob | CancelJobs

@@ -3,8 +3,9 @@ then a job that carries its range and predicate.
 
 good and bad come from the command, else from the thread's own words ("fine on 0.16,
 slower on 0.17.1"), and the acknowledgement says which. The releases between them are
-listed by the worker (it may reach the package index; deciding may not), so a point the
-index does not hold is reported there, with the nearest releases it does hold.
+listed by the executor before the job is created (it may reach the package index;
+deciding may not), so an end the index does not hold is answered at once, with the
+nearest releases it does hold.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from triagebot.decisions.facts import Facts
 
 def decide(command: Command, facts: Facts) -> list[Action]:
     if not facts.may_run:
-        return [Refuse(words.refusal(facts.command_name))]
+        return [Refuse(words.refusal(facts.command_name, "bisect"))]
     comment, thread = facts.event.comment, facts.thread
     assert comment is not None, "a command always comes from a comment"
     assert thread is not None, "the executor reads the thread before a bisect is decided"

@@ -14,7 +14,7 @@ from triagebot.decisions.facts import Facts
 
 def decide(command: Command, facts: Facts) -> list[Action]:
     if not facts.may_run:
-        return [Refuse(words.refusal(facts.command_name))]
+        return [Refuse(words.refusal(facts.command_name, "cancel"))]
     active = [job for job in facts.jobs if not job.terminal]
     if not active:
         return [Reply(words.nothing_to_cancel())]

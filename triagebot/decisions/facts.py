@@ -31,6 +31,8 @@ class Facts:
     # The kind a job runs on when the command names none and the report's (or the repo
     # config's) is not served here; "" means the first of `gpu_kinds`.
     default_gpu: str = ""
+    # The sender has a role here (triage or more, or may run): else a stranger.
+    may_talk: bool = True
 
     @property
     def fallback_gpu(self) -> str:

@@ -9,4 +9,4 @@ from triagebot.decisions.facts import Facts
 
 def decide(command: Command, facts: Facts) -> list[Action]:
     return [Reply(help_text(facts.command_name, gpu_kinds=facts.gpu_kinds,
-                            default_gpu=facts.fallback_gpu))]
+                            default_gpu=facts.fallback_gpu), same_for_all=True)]

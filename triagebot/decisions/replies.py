@@ -92,10 +92,11 @@ def _job_line(job: JobRecord, url: str) -> str:
 
 def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float, url: str,
                     notes: Sequence[str] = (), *, runner_live: bool = True,
-                    headline: str | None = None, gpu_seconds: float | None = None) -> str:
+                    headline: str | None = None, gpu_seconds: float | None = None,
+                    crash_check: bool = False) -> str:
     """The job comment's first words: what was queued (`headline`, a repro's by default),
     where it stands in the queue, and when it should end (after `gpu_seconds`, the plan's
-    estimate by default)."""
+    estimate by default). A `crash_check` says that it is one."""
     total_s = plan.estimated_seconds if gpu_seconds is None else gpu_seconds
     if not runner_live:
         # No promise of a start time when nothing would pick the job up.
@@ -110,9 +111,12 @@ def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float
                 f"{duration(wait_s + total_s)} from now.")
     lines = [
         headline or (
-            f"⏳ **Queued** a reproduction: {count(len(plan.cells), 'cell')} on "
+            f"⏳ **Queued** a {'crash check' if crash_check else 'reproduction'}: "
+            f"{count(len(plan.cells), 'cell')} on "
             f"`{plan.engine}` {inline(plan.engine_version or 'latest')}, GPU "
-            f"`{plan.gpu_kind}`, about {duration(plan.estimated_seconds)} of GPU time."),
+            f"`{plan.gpu_kind}`, about {duration(plan.estimated_seconds)} of GPU time."
+            + (" The report is a crash, so each cell's status and log signatures answer "
+               "it, not its timings." if crash_check else "")),
         "",
         _job_line(job, url),
         "",
@@ -143,9 +147,13 @@ def bisect_headline(good: str, bad: str, plan: Plan, between: int | None,
 
 
 def progress(job: JobRecord, url: str) -> str:
+    if job.state == "queued":
+        return queued_again(job, url)
     share = f"{job.runs_done}/{job.runs_planned} runs" if job.runs_planned else "starting"
+    left = ("the time left is not known yet" if job.eta_s is None
+            else f"about {duration(job.eta_s)} left")
     lines = [
-        f"🏃 **Running**: {share}; about {duration(job.eta_s)} left.",
+        f"🏃 **Running**: {share}; {left}.",
         "",
         _job_line(job, url),
     ]
@@ -154,24 +162,51 @@ def progress(job: JobRecord, url: str) -> str:
     return "\n".join(lines)
 
 
+def queued_again(job: JobRecord, url: str) -> str:
+    """A job back in the queue after the runner running it was lost."""
+    done = (f" {job.runs_done}/{job.runs_planned} runs were done before it stopped."
+            if job.runs_planned else "")
+    return "\n".join([
+        f"⏳ **Queued again**: the runner running it stopped answering, so the job waits "
+        f"for a runner once more (attempt {job.attempts + 1}).{done}",
+        "",
+        _job_line(job, url),
+    ])
+
+
 def final(job: JobRecord, report: str | None, url: str) -> str:
     footer = f"\n\n---\n{_job_line(job, url)}"
     if job.state == "done" and report:
         return report.rstrip() + footer
     if job.state == "cancelled":
         who = f" by @{job.cancelled_by}" if job.cancelled_by else ""
-        return f"🚫 **Cancelled**{who}; nothing more will run for this job.{footer}"
+        why = f" ({job.cancel_reason})" if job.cancel_reason else ""
+        return f"🚫 **Cancelled**{who}{why}; nothing more will run for this job.{footer}"
     reason = inline(job.error or "the job failed without saying why", 1500)
     return (f"❌ **The reproduction could not finish**: {reason}\n\n"
             f"Results gathered before the failure are kept on the job page.{footer}")
 
 
-def refusal(command_name: str) -> str:
+def refusal(command_name: str, command: str = "repro") -> str:
     # The reply around it already names the requester once.
+    if command == "cancel":
+        return ("Cancelling a job needs write, maintain or admin permission on this "
+                "repository (or being listed in `.github/triagebot.toml`), so nothing was "
+                f"cancelled. A maintainer can ask with `@{command_name} cancel`.")
     return ("Thanks for the request. Starting GPU work needs write, maintain or "
             f"admin permission on this repository (or being listed in "
             f"`.github/triagebot.toml`), so nothing was run. A maintainer can ask with "
-            f"`@{command_name} repro`.")
+            f"`@{command_name} {command}`.")
+
+
+def stranger(command_name: str, commands: Sequence[str]) -> str:
+    """The one short answer to someone without a role here, whatever they asked."""
+    names = list(dict.fromkeys(commands))
+    asked = ", ".join(f"`{name}`" for name in names) or "That command"
+    verb = "were" if len(names) > 1 else "was"
+    return (f"{asked} {verb} not run: `{command_name}` answers people with a role on this "
+            "repository (triage or more for `help` and `status`; write for `repro`, "
+            "`bisect` and `cancel`). A maintainer can run it for you.")
 
 
 def config_error(problems: Sequence[str]) -> str:
@@ -213,6 +248,30 @@ def status(jobs: Sequence[JobRecord], url_for: Mapping[str, str]) -> str:
         rows.append(f"| [`{job.id}`]({url_for[job.id]}) | {icon} {job.state} | {runs} | "
                     f"@{job.requester} | {code_span(job.command, 120)} |")
     return "\n".join(rows)
+
+
+# Why a job was cancelled when its comment's command was edited.
+EDITED = "its command was edited, so the edited command replaces it"
+
+
+def _job_links(ids: Sequence[str], url_for: Mapping[str, str]) -> str:
+    return ", ".join(f"[`{id_}`]({url_for[id_]})" if id_ in url_for else f"`{id_}`"
+                     for id_ in ids)
+
+
+def cancel_first(ids: Sequence[str], url_for: Mapping[str, str]) -> str:
+    """What a comment holding both `cancel` and a command that starts a job did."""
+    if not ids:
+        return ("`cancel` ran first and found no queued or running job; the new job "
+                "below starts as asked.")
+    return (f"`cancel` ran first, on the jobs queued or running before this comment "
+            f"({_job_links(ids, url_for)}); the new job below was started after it.")
+
+
+def replaced(ids: Sequence[str], url_for: Mapping[str, str]) -> str:
+    return (f"The edit changed this comment's command, so the job it had started "
+            f"({_job_links(ids, url_for)}) is cancelled and the edited command runs "
+            "instead.")
 
 
 def nothing_to_cancel() -> str:

@@ -14,9 +14,11 @@ from triagebot.decisions.actions import Action, Refuse, Reply, StartJob
 from triagebot.decisions.facts import Facts
 from triagebot.errors import PlanRejected
 from triagebot.jobs.record import JobRecord, job_id
+from triagebot.model import Plan
 from triagebot.overrides import ReproOptions
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan.defaults import GPU_KIND, gpu_kind
 from triagebot.repo_config import CONFIG_PATH, merge_options
 
 
@@ -38,12 +40,10 @@ def start(facts: Facts, trigger: str, command: str, options: ReproOptions) -> li
     notes = []
     try:
         plan = build_plan(request, merged, budget=config.budget(), policy=config.policy())
-        if plan.gpu_kind not in facts.gpu_kinds and options.gpu is None:
-            # Only a kind the command names is refused; the report's (or the repo
-            # config's) falls back to a runner this deployment has, and says so.
-            notes.append(_other_kind_note(plan.gpu_kind, facts, from_config=bool(merged.gpu),
-                                          reported=request.gpu))
-            merged = merged.model_copy(update={"gpu": facts.fallback_gpu})
+        kind, note = _runner_kind(plan, options, merged, request.gpu, facts)
+        notes += [note] if note else []
+        if kind != plan.gpu_kind:
+            merged = merged.model_copy(update={"gpu": kind})
             plan = build_plan(request, merged, budget=config.budget(),
                               policy=config.policy())
     except PlanRejected as exc:
@@ -77,15 +77,38 @@ def start(facts: Facts, trigger: str, command: str, options: ReproOptions) -> li
     return [StartJob(record, plan, request, tuple(notes))]
 
 
-def _other_kind_note(kind: str, facts: Facts, *, from_config: bool,
-                     reported: str | None) -> str:
+def _runner_kind(plan: Plan, options: ReproOptions, merged: ReproOptions,
+                 reported: str | None, facts: Facts) -> tuple[str, str | None]:
+    """The runner kind a job runs on, and a note when it is not the one the report used.
+
+    The order: the command's `gpu=` (refused later when not served), then the repo
+    config's `[defaults] gpu`, then this deployment's default. The report's own GPU is a
+    preference only: taken when a runner here serves it, else noted. An engine that runs
+    on one kind only (the reference engine on `cpu`) keeps it when it is served.
+    """
+    planned, engine = plan.gpu_kind, plan.engine
+    if options.gpu is not None:
+        return planned, None
     chosen = facts.fallback_gpu
-    if from_config:
-        whose = f"the repo config's `[defaults] gpu = {kind}`"
-    elif reported:
-        whose = f"the reporter's {reported} (`{kind}`)"
-    else:
-        whose = f"`{kind}`"
-    return (f"No runner here serves {whose}, so this runs on `{chosen}`, this deployment's "
-            f"default runner: its numbers can differ from the reporter's. Ask for another "
-            f"kind with `gpu=` (available: {', '.join(facts.gpu_kinds)}).")
+    if merged.gpu is not None:
+        if planned in facts.gpu_kinds:
+            return planned, None
+        return chosen, _other_kind_note(f"the repo config's `[defaults] gpu = {planned}`",
+                                        facts)
+    from_report = gpu_kind(reported)
+    if from_report is not None and from_report == planned:
+        if planned in facts.gpu_kinds:
+            return planned, None
+        return chosen, _other_kind_note(f"the reporter's {reported} (`{planned}`)", facts)
+    if planned != GPU_KIND:  # the engine's own kind, not the planner's general default
+        if planned in facts.gpu_kinds:
+            return planned, None
+        return chosen, _other_kind_note(f"`{planned}`, the kind `{engine}` runs on", facts)
+    # The planner's general default: the report names no GPU, or one we know no kind of.
+    return chosen, _other_kind_note(f"the reporter's {reported}", facts) if reported else None
+
+
+def _other_kind_note(whose: str, facts: Facts) -> str:
+    return (f"No runner here serves {whose}, so this runs on `{facts.fallback_gpu}`, this "
+            f"deployment's default runner: its numbers can differ from the reporter's. Ask "
+            f"for another kind with `gpu=` (available: {', '.join(facts.gpu_kinds)}).")

@@ -17,6 +17,9 @@ from triagebot.repo_config import RepoConfig
 # Collaborator permissions that may start GPU work (maintain reports as write in
 # `permission` and as maintain in `role_name`; both count).
 RUN_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+# Those whose `help`, `status` and command errors get a full answer; anyone else is a
+# stranger here, answered briefly and seldom (`decisions.strangers`).
+TALK_PERMISSIONS = RUN_PERMISSIONS | {"triage"}
 
 
 def is_self_or_bot(actor: Actor, bot_login: str) -> bool:
@@ -64,6 +67,11 @@ def triage_may_run(event: ThreadEvent, config: RepoConfig) -> bool:
 def may_start_gpu_work(permission: str, login: str, config: RepoConfig,
                        in_listed_team: bool = False) -> bool:
     return permission in RUN_PERMISSIONS or config.user_listed(login) or in_listed_team
+
+
+def may_talk(permission: str, may_run: bool) -> bool:
+    """Whether the bot answers this person in full (a role of triage or more)."""
+    return may_run or permission in TALK_PERMISSIONS
 
 
 def models_not_allowed(plan: Plan, config: RepoConfig) -> list[str]:

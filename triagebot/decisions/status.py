@@ -9,4 +9,4 @@ from triagebot.decisions.facts import Facts
 
 
 def decide(command: Command, facts: Facts) -> list[Action]:
-    return [Reply(words.status(facts.jobs, facts.job_urls))]
+    return [Reply(words.status(facts.jobs, facts.job_urls), same_for_all=True)]

@@ -51,10 +51,11 @@ class RetryPolicy(Frozen):
 
 
 class WriteTurns(Protocol):
-    """Who may write for an installation now: one request at a time, spaced, shared by
-    every process that acts for it (GitHub asks for serial requests per installation)."""
+    """Who may call GitHub for an installation now: one request at a time, writes spaced,
+    shared by every process that acts for it (GitHub asks for serial requests per
+    installation, reads included)."""
 
-    def turn(self) -> AbstractContextManager[None]: ...
+    def turn(self, write: bool = True) -> AbstractContextManager[None]: ...
 
 
 class Connector(Protocol):
@@ -120,8 +121,9 @@ class Calls:
         self._connector.close()
 
     def once(self, what: str, fn: Callable[[Github], T], *, write: bool = False) -> T:
-        """One attempt (two after a 401 answered to an expired or revoked token). A
-        `write` waits for the installation's write turn, when there are turns to take.
+        """One attempt (two after a 401 answered to an expired or revoked token). Every
+        call waits for the installation's turn, when there are turns to take; a `write`
+        also waits out the spacing after the last write.
 
         A token GitHub will not mint raises a GitHubError marked `token`, whose status is
         the mint's answer: it says nothing about the resource `fn` would have asked for.
@@ -133,8 +135,8 @@ class Calls:
             gh = self._gh
             assert gh is not None
             try:
-                if write and self._turns is not None:
-                    with self._turns.turn():
+                if self._turns is not None:
+                    with self._turns.turn(write):
                         return fn(gh)
                 return fn(gh)
             except Exception as exc:

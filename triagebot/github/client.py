@@ -6,6 +6,7 @@ GitHub's own rules first, so text from an issue cannot steer a request elsewhere
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 import urllib.parse
@@ -32,6 +33,7 @@ _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?", re.ASCII)
 _SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}", re.ASCII)
 _PATH_PART = re.compile(r"[A-Za-z0-9._-]{1,255}", re.ASCII)
 _LABEL_CHARS = 50
+_log = logging.getLogger(__name__)
 
 
 class _Permission(BaseModel):
@@ -195,13 +197,20 @@ class GitHubClient:
                                        self._settings.bot_login, comment_id)
 
     def react(self, repo: str, comment_id: int, content: str) -> None:
-        """Add a reaction to an issue comment; adding the same one twice is harmless."""
+        """Add a reaction to an issue comment; adding the same one twice is harmless, and
+        so is reacting to a comment that was deleted meanwhile."""
         if content not in REACTIONS:
             raise ValueError(f"reaction {content!r} is not one of {sorted(REACTIONS)}")
         path = f"/repos/{_repo(repo)}/issues/comments/{_number(comment_id)}/reactions"
-        self._calls.retried(f"react {content} to comment {comment_id} in {repo}",
-                            lambda gh: gh.requester.requestJsonAndCheck(
-                                "POST", path, input={"content": content}), write=True)
+        try:
+            self._calls.retried(f"react {content} to comment {comment_id} in {repo}",
+                                lambda gh: gh.requester.requestJsonAndCheck(
+                                    "POST", path, input={"content": content}), write=True)
+        except GitHubError as err:
+            if not err.not_found or err.token:
+                raise
+            # The comment was deleted: there is nothing left to mark, and nothing failed.
+            _log.info("react %s: comment %d in %s is gone", content, comment_id, repo)
 
     def add_labels(self, repo: str, number: int, labels: list[str]) -> None:
         """Add labels (created by GitHub if the repo lacks them); existing ones stay."""

@@ -24,6 +24,7 @@ EventName = Literal["issue_comment", "issues", "pull_request"]
 RELEVANT: frozenset[tuple[str, str]] = frozenset({
     ("issue_comment", "created"),
     ("issue_comment", "edited"),
+    ("issue_comment", "deleted"),
     ("issues", "opened"),
     ("issues", "labeled"),
     ("issues", "edited"),

@@ -17,6 +17,7 @@ import redis
 from pydantic import ValidationError
 
 from triagebot.frozen import Frozen
+from triagebot.jobs.store_keys import text_of
 from triagebot.settings import Settings
 
 QUEUED, DONE, FAILED = "queued", "done", "failed"
@@ -36,7 +37,7 @@ class FailedEvent(Frozen):
     repo: str
     private: bool
     number: int
-    reason: str
+    reason: str  # the kind of failure only; the detail is in the worker's log
     at: float
 
 
@@ -51,8 +52,20 @@ class DeliveryLog:
         return self.settings.key(*parts)
 
     def done(self, delivery: str) -> None:
-        self.redis.set(delivery_key(self.settings, delivery), DONE,
-                       ex=self.settings.delivery_ttl_s)
+        """Handled: and when it had failed before (this was its redelivery), it is no
+        longer listed as failed."""
+        pipe = self.redis.pipeline()
+        pipe.set(delivery_key(self.settings, delivery), DONE, ex=self.settings.delivery_ttl_s)
+        pipe.srem(self._k("failed-ids"), delivery)
+        _, was_failed = pipe.execute()
+        if was_failed:
+            for raw in self.redis.lrange(self._k("failed-events"), 0, -1):
+                try:
+                    listed = FailedEvent.model_validate_json(raw).delivery
+                except ValidationError:
+                    continue
+                if listed == delivery:
+                    self.redis.lrem(self._k("failed-events"), 0, text_of(raw))
 
     def failed(self, failure: FailedEvent) -> None:
         """The event was given up on: its redelivery will be taken, and it is listed."""
@@ -61,6 +74,8 @@ class DeliveryLog:
         pipe.set(delivery_key(self.settings, failure.delivery), FAILED,
                  ex=self.settings.delivery_ttl_s)
         pipe.lpush(self._k("failed-events"), record.model_dump_json())
+        pipe.sadd(self._k("failed-ids"), failure.delivery)
+        pipe.expire(self._k("failed-ids"), self.settings.delivery_ttl_s)
         pipe.ltrim(self._k("failed-events"), 0, KEEP_FAILED - 1)
         pipe.expire(self._k("failed-events"), self.settings.delivery_ttl_s)
         pipe.incr(self._k("metrics", "events-failed"))

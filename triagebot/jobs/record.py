@@ -84,6 +84,9 @@ class JobRecord(BaseModel):
     heartbeat_at: float | None = None
     cancel_requested: bool = False
     cancelled_by: str | None = None
+    # Why it was cancelled, when not by a `cancel` command (its comment deleted, its
+    # command edited): our own words, for its comment.
+    cancel_reason: str | None = None
     worker: str | None = None
     # The sticky report comment on the thread, once created.
     comment_id: int | None = None

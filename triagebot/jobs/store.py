@@ -178,13 +178,14 @@ class JobStore:
     def set(self, id_: str, **fields: Any) -> JobRecord:
         return self.update(id_, lambda r: r.model_copy(update=fields))
 
-    def request_cancel(self, id_: str, by: str) -> JobRecord:
+    def request_cancel(self, id_: str, by: str, reason: str | None = None) -> JobRecord:
         """Queued jobs are cancelled now; running ones when their worker next looks."""
 
         def change(record: JobRecord) -> JobRecord | None:
             if record.terminal:
                 return None
-            update: dict[str, Any] = {"cancel_requested": True, "cancelled_by": by}
+            update: dict[str, Any] = {"cancel_requested": True, "cancelled_by": by,
+                                      "cancel_reason": reason}
             if record.state == "queued":
                 update.update(state="cancelled", finished_at=time.time())
             return record.model_copy(update=update)
@@ -237,7 +238,9 @@ class JobStore:
                 return None
             new = record.model_copy(update={
                 "state": "queued", "worker": None, "enqueued": False, "reaped": record.reaped + 1,
-                "current": "requeued: its worker stopped sending heartbeats"})
+                "current": "requeued: its worker stopped sending heartbeats",
+                # No estimate holds now, and its comment is due an edit at once.
+                "eta_s": None, "progress_posted_at": None})
             moved.append(new)
             return new
 

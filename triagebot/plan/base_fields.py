@@ -173,7 +173,7 @@ def base_fields_for(request: ReproRequest, options: ReproOptions, engine: str,
         stands_in_for=reported_model if model != reported_model else None,
     )
     if engine == "transformers":
-        _reference_scale(base, choices)
+        _reference_scale(base, options, choices)
     return base, context
 
 
@@ -350,14 +350,16 @@ def _reported_kind(request: ReproRequest) -> str | None:
     return "offline" if kind in ("latency", "throughput") else kind
 
 
-def _reference_scale(base: dict[str, Any], choices: D.Choices) -> None:
-    """Shrink the workload to what the tiny reference model needs, and say so."""
+def _reference_scale(base: dict[str, Any], options: ReproOptions, choices: D.Choices) -> None:
+    """Shrink the workload to what the tiny reference model needs, and say so; a value the
+    command set (prompts=, max_tokens=) is kept as asked."""
     caps = D.REFERENCE_CAPS
     w: CellWorkload = base["workload"]
     s: Sampling = base["sampling"]
     # Every run generates for the same few prompts: enough tokens per run to average out
     # a CPU's jitter, few enough that a plan takes minutes.
-    update_w: dict[str, object] = {"num_prompts": caps["num_prompts"]}
+    update_w: dict[str, object] = (
+        {} if options.prompts is not None else {"num_prompts": caps["num_prompts"]})
     if w.input_len > caps["input_len"]:
         update_w["input_len"] = caps["input_len"]
     if w.api == "chat":
@@ -365,8 +367,11 @@ def _reference_scale(base: dict[str, Any], choices: D.Choices) -> None:
         choices.note("the reference engine feeds token ids, not chat messages")
     if update_w:
         base["workload"] = w.model_copy(update=update_w)
-    if s.max_tokens > caps["max_tokens"]:
+    if s.max_tokens > caps["max_tokens"] and options.max_tokens is None:
         base["sampling"] = s.model_copy(update={"max_tokens": caps["max_tokens"]})
-    choices.note(f"the reference engine runs {caps['num_prompts']} prompts per run, of at "
-                 f"most {caps['input_len']} tokens, and at most {caps['max_tokens']} new "
-                 "tokens, so the whole plan runs in minutes on a CPU")
+    prompts = w.num_prompts if options.prompts is not None else caps["num_prompts"]
+    tokens = (f"{s.max_tokens} new tokens as asked" if options.max_tokens is not None
+              else f"at most {caps['max_tokens']} new tokens")
+    choices.note(f"the reference engine runs {prompts} prompts per run, of at most "
+                 f"{caps['input_len']} tokens, and {tokens}, so the whole plan runs in "
+                 "minutes on a CPU")

@@ -374,7 +374,8 @@ def _scripts(scripts: Sequence[RenderedScript], command: str, limits: Limits) ->
     return {
         "command": Md(md.fence(command, "sh")) if command else Md(""),
         "blocks": blocks,
-        "note": _t(limits.details_note, 400) if limits.details_note else Md(""),
+        # Built by `shortened_note`: already markdown, and ours.
+        "note": Md(limits.details_note),
     }
 
 
@@ -428,8 +429,12 @@ def _render(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], c
     return template.render(**_view(plan, findings, scripts, command, limits))
 
 
-_NOTE = ("Shortened to fit GitHub's 65,536-character comment limit: {what}. "
-         "`triagebot repro` writes the full scripts and logs to its output directory.")
+def shortened_note(what: str) -> str:
+    """Our note on a shortened report, as markdown: `what` was cut (our own words, kept
+    plain), and the command that writes everything shows as code."""
+    return (f"Shortened to fit GitHub's 65,536-character comment limit: {md.inline(what)}. "
+            f"{md.code_span('triagebot repro')} writes the full scripts and logs to its "
+            "output directory.")
 
 
 def _attempts() -> list[tuple[Limits, str]]:
@@ -453,10 +458,10 @@ def render_report(
     text = ""
     for limits, what in _attempts():
         if what:
-            limits.details_note = _NOTE.format(what=what)
+            limits.details_note = shortened_note(what)
         text = _render(plan, findings, scripts, command, limits)
         if len(text) <= TARGET_CHARS:
             return text
-    note = md.inline(_NOTE.format(what="the report itself was cut at a line"))
-    return md.cut(text, TARGET_CHARS, f"_{note}_")
+    return md.cut(text, TARGET_CHARS,
+                  f"_{shortened_note('the report itself was cut at a line')}_")
 

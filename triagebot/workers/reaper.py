@@ -39,6 +39,9 @@ def reap_once(settings: Settings, store: JobStore, celery: Celery) -> list[str]:
         celery.send_task(task_queues.RUN_JOB, args=[job.id], queue=settings.queue_for(job.gpu_kind),
                          task_id=f"job-{job.id}-{uuid.uuid4().hex[:8]}", ignore_result=True)
         store.set(job.id, enqueued=True)
+        # Its comment said "Running": it now says the job waits in the queue again.
+        celery.send_task(task_queues.PROGRESS, args=[job.id], queue=task_queues.TRIAGE_QUEUE,
+                         ignore_result=True)
         log.warning("job %s: its worker stopped sending heartbeats; queued again "
                     "(reaped %d time(s), %d attempt(s) so far)", job.id, job.reaped,
                     job.attempts)

@@ -123,7 +123,11 @@ class JobRunner:
                 self._publish(id_)
             return "ran"
         finally:
-            self.store.counters.add_gpu_seconds(job.repo, time.monotonic() - started)
+            used = time.monotonic() - started
+            self.store.counters.add_gpu_seconds(job.repo, used)
+            # The job's own total too (the job page shows it), over every attempt.
+            self.store.update(id_, lambda r: r.model_copy(
+                update={"gpu_seconds": r.gpu_seconds + used}))
         job = self.store.require(id_)
         command = shlex.join(["triagebot", "repro",
                               self.settings.thread_url(job.repo, job.number),

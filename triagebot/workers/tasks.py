@@ -53,10 +53,26 @@ def _again(task: Task, exc: Exception, args: list[Any], waits: int) -> None:
 
 
 def reason_of(exc: BaseException) -> str:
-    """Why an event failed, in words safe for a log and a public page: our own messages
-    (GitHub's answers, settings problems) in full, anything else by its type only."""
+    """Why an event failed, in full, for the log only: our own messages (GitHub's
+    answers, settings problems, which may name a file path), anything else by its type."""
     if isinstance(exc, GitHubError | SettingsError):
         return f"{type(exc).__name__}: {exc}"
+    return reason_class(exc)
+
+
+def reason_class(exc: BaseException) -> str:
+    """What kind of failure it was, in words safe for a public page and the thread: no
+    path, no message, only the class (the log has the detail)."""
+    if isinstance(exc, SettingsError):
+        return "the worker's settings are incomplete or wrong (its log has the details)"
+    if isinstance(exc, GitHubError):
+        if exc.token:
+            return "GitHub would not give the App an installation token"
+        if exc.rate_limited:
+            return "GitHub's rate limit"
+        if exc.status is None:
+            return "GitHub could not be reached"
+        return f"GitHub answered HTTP {exc.status}"
     if isinstance(exc, redis.RedisError):
         return f"its job store (Redis) was unavailable ({type(exc).__name__})"
     return f"internal error ({type(exc).__name__})"
@@ -87,16 +103,16 @@ def register(app: Celery) -> None:
         """Give up on the event, visibly: a log line with its delivery id, the record
         that lets its redelivery run and lists it, and a last word on the thread when
         GitHub lets us post one."""
-        reason = reason_of(exc)
+        kind = reason_class(exc)
         log.error("event failed delivery=%s event=%s.%s repo=%s#%d: %s", event.delivery,
-                  event.event, event.action, event.repo, event.number, reason)
+                  event.event, event.action, event.repo, event.number, reason_of(exc))
         with contextlib.suppress(redis.RedisError):
             DeliveryLog(settings, store().redis).failed(FailedEvent(
                 delivery=event.delivery, event=event.event, action=event.action,
                 repo=event.repo, private=event.private, number=event.number,
-                reason=reason, at=time.time()))
+                reason=kind, at=time.time()))
         with contextlib.suppress(Exception):
-            triage().report_failure(event, reason)
+            triage().report_failure(event, kind)
 
     @app.task(name=task_queues.HANDLE_EVENT, bind=True, acks_late=True,
               max_retries=MAX_FAILURES)

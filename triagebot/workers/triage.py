@@ -35,7 +35,7 @@ from triagebot.workers.triage_facts import (
     GitHubFactory,
     TriageContext,
     facts_for,
-    first_refusal,
+    may_answer_stranger,
     repo_config,
 )
 from triagebot.workers.triage_jobs import CommentBusy
@@ -89,9 +89,18 @@ class Triage:
 
     def _comment(self, event: ThreadEvent) -> None:
         """Gather the facts the comment's commands need, decide, then apply."""
+        if event.comment is None:
+            return
+        gone = self.ctx.settings.key("deleted-comment", event.repo.lower(),
+                                     str(event.comment.id))
+        if event.action == "deleted":
+            self._deleted(event, gone)
+            return
+        if self.ctx.store.redis.exists(gone):
+            return  # deleted before it was handled: its commands are withdrawn
         items = rules.commands_for(event, self.ctx.settings.bot_login,
                                    self.ctx.settings.command_name)
-        if not items or event.comment is None:
+        if not items:
             return
         gh = self.ctx.github(event.installation_id)
         config, problems = repo_config(self.ctx, gh, event.repo)
@@ -110,12 +119,29 @@ class Triage:
             return
         self._apply(gh, event, decisions.decide(items, facts))
 
+    def _deleted(self, event: ThreadEvent, gone: str) -> None:
+        """A deleted comment withdraws its commands: one not handled yet never runs, and
+        the jobs it started are cancelled, each job's comment saying why."""
+        assert event.comment is not None
+        if rules.is_self_or_bot(event.comment.author, self.ctx.settings.bot_login):
+            return
+        self.ctx.store.redis.set(gone, "1", ex=2 * 24 * 3600)
+        trigger = f"comment-{event.comment.id}"
+        live = tuple(job.id for job in self.ctx.store.thread_jobs(event.repo, event.number)
+                     if job.trigger == trigger and not job.terminal)
+        if live:
+            triage_jobs.cancel(self.ctx, live, event.sender.login,
+                               "the comment that asked for it was deleted")
+
     def _apply(self, gh: GitHubClient, event: ThreadEvent, actions: list[Action]) -> None:
         """Carry out a comment's actions; each is safe to repeat (a retried task, copies of
         one delivery), and the comment gets at most one reply."""
         assert event.comment is not None
         sections: list[str] = []
         reactions: list[str] = []
+        # A reply made only of answers that are the same for whoever asks may be a repeat.
+        repeatable = all(isinstance(a, Reply) and a.same_for_all
+                         for a in actions if isinstance(a, Reply | Refuse))
         for action in actions:
             try:
                 section = self._act(gh, event, action, reactions)
@@ -132,7 +158,7 @@ class Triage:
         for content in dict.fromkeys(reactions):
             gh.react(event.repo, event.comment.id, content)
         if sections:
-            self._reply(gh, event, sections)
+            self._reply(gh, event, sections, repeatable)
 
     def _act(self, gh: GitHubClient, event: ThreadEvent, action: Action,
              reactions: list[str]) -> str | None:
@@ -143,10 +169,15 @@ class Triage:
             reactions.append(action.content)
             return None
         if isinstance(action, Refuse):
-            first = first_refusal(self.ctx, event.repo, event.number, event.sender.login)
-            return action.text if first else None
+            if not may_answer_stranger(self.ctx, event.repo, event.number,
+                                       event.sender.login):
+                return None
+            if action.react_only:
+                reactions.append("eyes")
+                return None
+            return action.text
         if isinstance(action, CancelJobs):
-            triage_jobs.cancel(self.ctx, action.ids, event.sender.login)
+            triage_jobs.cancel(self.ctx, action.ids, event.sender.login, action.reason)
             return None
         busy = triage_jobs.start(self.ctx, gh, action)
         if busy is None:
@@ -160,7 +191,8 @@ class Triage:
         gh = self.ctx.github(event.installation_id)
         self._apply(gh, event, [Reply(words.gave_up(reason)), React("confused")])
 
-    def _reply(self, gh: GitHubClient, event: ThreadEvent, sections: list[str]) -> None:
+    def _reply(self, gh: GitHubClient, event: ThreadEvent, sections: list[str],
+               repeatable: bool = False) -> None:
         """One answer per comment and per edit that adds commands, however many copies of
         its delivery arrive at once: an edit's new commands get a reply of their own, so
         the earlier commands keep theirs."""
@@ -170,11 +202,21 @@ class Triage:
         digest = hashlib.sha256(body.encode()).hexdigest()[:24]
         key = reply_key(event)
         posted = self.ctx.settings.key("replied", where, key)
+        said = self.ctx.settings.key("said", where, hashlib.sha256(
+            "\n\n".join(sections).encode()).hexdigest()[:24])
+        client = self.ctx.store.redis
         with self.ctx.store.runs.claimed("reply", where, key) as ours:
-            if not ours or text_of(self.ctx.store.redis.get(posted) or b"") == digest:
+            if not ours or text_of(client.get(posted) or b"") == digest:
                 return
-            gh.upsert_comment(event.repo, event.number, f"reply={key}", body)
-            self.ctx.store.redis.set(posted, digest, ex=2 * 24 * 3600)
+            if repeatable:
+                client.set(said, key, nx=True, ex=24 * 3600)
+            if repeatable and text_of(client.get(said) or b"") != key:
+                # The same answer is already on this thread, a day old at most: a
+                # repeat gets a reaction, not the same words again.
+                gh.react(event.repo, event.comment.id, "eyes")
+            else:
+                gh.upsert_comment(event.repo, event.number, f"reply={key}", body)
+            client.set(posted, digest, ex=2 * 24 * 3600)
 
     def _thread_event(self, event: ThreadEvent) -> None:
         gh = self.ctx.github(event.installation_id)

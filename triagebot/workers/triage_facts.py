@@ -4,6 +4,7 @@ permission (cached a while in Redis), the job links, and the facts a decision is
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -66,24 +67,44 @@ def repo_config(ctx: TriageContext, gh: GitHubClient,
         return RepoConfig.default(), exc.problems
 
 
-def allowed(ctx: TriageContext, gh: GitHubClient, repo: str, login: str,
-            config: RepoConfig) -> bool:
+def standing(ctx: TriageContext, gh: GitHubClient, repo: str, login: str,
+             config: RepoConfig) -> tuple[bool, bool]:
+    """(may talk, may run): whether `login` gets full answers here (a role of triage or
+    more), and whether they may start GPU work (write or more, or listed)."""
     settings = ctx.settings
     if rules.is_self_or_bot(Actor(login=login), settings.bot_login):
-        return False
+        return False, False
     if config.user_listed(login):
-        return True
+        return True, True
     permission = cached(ctx, settings.key("permission", repo.lower(), login.lower()),
                         settings.permission_ttl_s, lambda: gh.permission(repo, login)) or "none"
     in_team = (permission not in rules.RUN_PERMISSIONS
                and any(gh.in_team(org, slug, login) for org, slug in rules.teams(config)))
-    return rules.may_start_gpu_work(permission, login, config, in_team)
+    may_run = rules.may_start_gpu_work(permission, login, config, in_team)
+    return rules.may_talk(permission, may_run), may_run
 
 
-def first_refusal(ctx: TriageContext, repo: str, number: int, login: str) -> bool:
-    """At most one refusal per user, thread and day: a refused user cannot make us spam."""
-    key = ctx.settings.key("refused", f"{repo.lower()}#{number}", login.lower(), utc_day())
-    return bool(ctx.store.redis.set(key, "1", nx=True, ex=2 * 24 * 3600))
+def may_answer_stranger(ctx: TriageContext, repo: str, number: int, login: str) -> bool:
+    """Whether a refusal or a stranger's answer may go out now: at most one per user,
+    thread and day, and within the per-thread (an hour) and per-user (a day) budgets, so
+    nobody can make the bot spend the installation's share of GitHub's limits."""
+    settings, client = ctx.settings, ctx.store.redis
+    thread, user, day = f"{repo.lower()}#{number}", login.lower(), utc_day()
+    if not client.set(settings.key("refused", thread, user, day), "1", nx=True,
+                      ex=2 * 24 * 3600):
+        return False
+    budgets = ((settings.key("stranger-answers", thread, str(int(time.time() // 3600))),
+                3600, settings.stranger_answers_per_thread_hour),
+               (settings.key("stranger-answers", repo.lower(), user, day), 2 * 24 * 3600,
+                settings.stranger_answers_per_user_day))
+    allowed = True
+    for key, ttl, most in budgets:
+        pipe = client.pipeline()
+        pipe.incr(key)
+        pipe.expire(key, ttl)
+        used, _ = pipe.execute()
+        allowed = allowed and int(used) <= most
+    return allowed
 
 
 def runner_live(ctx: TriageContext, gpu_kind: str) -> bool:
@@ -94,10 +115,11 @@ def facts_for(ctx: TriageContext, gh: GitHubClient, event: ThreadEvent, config: 
               names_: set[str], thread: Thread | None = None) -> Facts:
     """Only what the named commands read: no GitHub call a comment does not need."""
     settings, store = ctx.settings, ctx.store
-    may_run = bool(names_ & {"repro", "bisect", "cancel"}) and allowed(
-        ctx, gh, event.repo, event.sender.login, config)
+    may_talk, may_run = standing(ctx, gh, event.repo, event.sender.login, config)
+    # An edit's repro or bisect may replace the job the comment started.
+    edit_starts = event.action == "edited" and bool(names_ & {"repro", "bisect"})
     jobs = (tuple(store.thread_jobs(event.repo, event.number))
-            if names_ & {"status", "cancel"} else ())
+            if names_ & {"status", "cancel"} or edit_starts else ())
     repro = may_run and bool(names_ & {"repro", "bisect"})
     if repro and thread is None:
         thread = gh.read_thread(event.repo, event.number)
@@ -106,4 +128,4 @@ def facts_for(ctx: TriageContext, gh: GitHubClient, event: ThreadEvent, config: 
         may_run=may_run, jobs=jobs, job_urls={j.id: ctx.job_url(j) for j in jobs},
         thread=thread, gpu_kinds=tuple(settings.gpu_kinds),
         gpu_seconds_used=store.counters.gpu_seconds_today(event.repo) if repro else 0.0,
-        id_key=settings.link_key, default_gpu=settings.default_gpu)
+        id_key=settings.link_key, default_gpu=settings.default_gpu, may_talk=may_talk)

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from triagebot.bisect.expected import expected_steps
+from triagebot.bisect.expected import expected_steps, unlisted_ends
 from triagebot.bisect.spec import BisectSpec
 from triagebot.decisions import replies as words
 from triagebot.decisions.actions import StartJob
@@ -26,7 +26,13 @@ class CommentBusy(Exception):
 
 
 def start(ctx: TriageContext, gh: GitHubClient, action: StartJob) -> str | None:
-    """Create the job and acknowledge it; a reply when another job is live, else None."""
+    """Create the job and acknowledge it; a reply when another job is live, or a bisect's
+    ends are not in the engine's release list, else None."""
+    if action.record.bisect is not None:
+        spec = BisectSpec.model_validate_json(action.record.bisect)
+        problem = unlisted_ends(ctx.settings, spec, action.plan)
+        if problem:
+            return words.plan_refused(f"bisect: {problem}")
     created = ctx.store.create(action.record, action.plan, action.request)
     if created.status == "busy":
         return words.busy(created.job, ctx.job_url(created.job))
@@ -54,8 +60,11 @@ def _acknowledge_and_enqueue(ctx: TriageContext, gh: GitHubClient, job: JobRecor
             return
         plan = store.plan(job.id)
         ahead, wait_s = store.queue_position(job)
+        request = store.request(job.id)
         body = words.acknowledgement(job, plan, ahead, wait_s, ctx.job_url(job), notes,
                                      runner_live=runner_live(ctx, job.gpu_kind),
+                                     crash_check=request is not None
+                                     and request.symptom == "crash",
                                      **_bisect_words(ctx, job, plan))
         comment_id = gh.upsert_comment(job.repo, job.number, f"job={job.id}", body,
                                        job.comment_id)
@@ -82,9 +91,10 @@ def _bisect_words(ctx: TriageContext, job: JobRecord, plan: Plan) -> dict[str, A
     return {"headline": headline, "gpu_seconds": steps * plan.estimated_seconds}
 
 
-def cancel(ctx: TriageContext, ids: tuple[str, ...], actor: str) -> None:
+def cancel(ctx: TriageContext, ids: tuple[str, ...], actor: str,
+           reason: str | None = None) -> None:
     for id_ in ids:
-        record = ctx.store.request_cancel(id_, actor)
+        record = ctx.store.request_cancel(id_, actor, reason)
         if record.state == "cancelled":
             # Queued: no worker will pick it up, so say so on its comment now.
             ctx.celery.send_task(task_queues.PUBLISH, args=[id_],

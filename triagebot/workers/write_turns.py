@@ -1,12 +1,13 @@
-"""One writer at a time per installation, across every process of the deployment.
+"""One request at a time per installation, across every process of the deployment.
 
-GitHub asks an integration to send the requests of one installation serially and to
-wait a second between mutating ones. PyGithub spaces the writes of one client only, and
-the triage worker runs several processes (and a deployment may run several workers),
-each with its own. So the turn lives in Redis: a lock per installation with a lease (a
-holder that dies frees it when the lease runs out), and the time the last write ended,
-read from Redis's own clock so hosts need not agree on theirs. A write waits for the
-lock, then until a spacing has passed since the last one ended.
+GitHub asks an integration to send the requests of one installation serially, reads
+included, and to wait a second between mutating ones. PyGithub spaces the writes of one
+client only, and the triage worker runs several processes (and a deployment may run
+several workers), each with its own. So the turn lives in Redis: a lock per installation
+with a lease (a holder that dies frees it when the lease runs out), and the time the last
+write ended, read from Redis's own clock so hosts need not agree on theirs. Every request
+waits for the lock; a write then also waits until a spacing has passed since the last
+write ended. A read leaves that time alone.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ _POLL_S = 0.02
 
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  if ARGV[2] ~= '' then
+    redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+  end
   return redis.call('DEL', KEYS[1])
 end
 return 0
@@ -45,7 +48,7 @@ def _now(client: redis.Redis) -> float:
 
 
 class RedisWriteTurns:
-    """`turn()` for one installation, kept in Redis (see the module docstring)."""
+    """`turn(write)` for one installation, kept in Redis (see the module docstring)."""
 
     def __init__(self, client: redis.Redis, settings: Settings, installation_id: int,
                  spacing_s: float, *, lease_s: float = LEASE_S, wait_s: float = WAIT_S) -> None:
@@ -59,17 +62,17 @@ class RedisWriteTurns:
         self._release = client.register_script(_RELEASE)
 
     @contextmanager
-    def turn(self) -> Iterator[None]:
+    def turn(self, write: bool = True) -> Iterator[None]:
         token = uuid.uuid4().hex
         deadline = time.monotonic() + self._wait_s
         while not self._redis.set(self._lock, token, nx=True, px=self._lease_ms):
             if time.monotonic() > deadline:
-                raise GitHubError(f"no write turn for installation {self._installation_id} "
+                raise GitHubError(f"no turn for installation {self._installation_id} "
                                   f"within {self._wait_s:.0f} s: another process held it",
                                   transient=True)
             time.sleep(_POLL_S)
         try:
-            last = self._redis.get(self._last)
+            last = self._redis.get(self._last) if write else None
             if last is not None:
                 wait = float(last) + self._spacing_s - _now(self._redis)
                 if wait > 0:
@@ -78,14 +81,14 @@ class RedisWriteTurns:
         finally:
             # Only the holder releases, and stamps the end of its write as it does.
             self._release(keys=[self._lock, self._last],
-                          args=[token, repr(_now(self._redis)),
+                          args=[token, repr(_now(self._redis)) if write else "",
                                 max(1000, int(self._spacing_s * 2000))])
 
 
 def installation_client(settings: Settings, installation_id: int, *,
                         policy: RetryPolicy | None = None,
                         client: redis.Redis | None = None) -> GitHubClient:
-    """The service's client for an installation: its writes take the shared turn."""
+    """The service's client for an installation: its requests take the shared turn."""
     policy = policy or RetryPolicy()
     turns = RedisWriteTurns(client or connect(settings), settings, installation_id,
                             policy.seconds_between_writes)
