@@ -11,6 +11,7 @@ from pathlib import Path
 from tests.report import load_fixture
 from triagebot.model import Plan, RunResult
 from triagebot.progress import Pace
+from triagebot.run.cell_envs import CellEnv, CellEnvs
 from triagebot.run.provision import ProvisionedEnv
 from triagebot.run.rounds import RunSettings, Session, escalation
 from triagebot.run.schedule import Slot
@@ -20,9 +21,10 @@ def _session(plan: Plan, results: Mapping[str, Sequence[RunResult]], tmp_path: P
              started: float, *, ran: list[Slot], walls: dict[str, float]) -> Session:
     """The state `escalation` reads after two rounds of `results`."""
     return Session(plan=plan, request=None, paths={},
-                   env=ProvisionedEnv(python="python", engine="vllm", version="0",
-                                      kind="local", path="/"),
-                   runner_env={}, settings=RunSettings(out_dir=tmp_path),
+                   envs=CellEnvs({None: CellEnv(ProvisionedEnv(
+                       python="python", engine="vllm", version="0", kind="local",
+                       path="/"))}),
+                   settings=RunSettings(out_dir=tmp_path),
                    emit=lambda _e: None, started=started,
                    results={k: list(v) for k, v in results.items()}, outcomes={},
                    store=None, stop=None, pool=None, scratch=contextlib.ExitStack(),

@@ -19,6 +19,7 @@ from triagebot.model import Budget, CellWorkload, Plan, Sampling
 from triagebot.progress import Event, Pace
 from triagebot.render import environment
 from triagebot.run.live import LivePool
+from triagebot.run.cell_envs import CellEnv, CellEnvs
 from triagebot.run.provision import ProvisionedEnv
 from triagebot.run.rounds import RunSettings, Session, start_engines
 from triagebot.run.schedule import Slot
@@ -96,8 +97,9 @@ def _start(tmp_path: Path, envs: list[dict[str, str]], pool: LivePool, *,
     with contextlib.ExitStack() as scratch:
         try:
             session = Session(
-                plan=plan, request=None, paths={c.cell_id: script for c in cells}, env=env,
-                runner_env={}, settings=RunSettings(out_dir=tmp_path), emit=events.append,
+                plan=plan, request=None, paths={c.cell_id: script for c in cells},
+                envs=CellEnvs({None: CellEnv(env)}), settings=RunSettings(out_dir=tmp_path),
+                emit=events.append,
                 started=0.0, results={}, outcomes={}, store=None, stop=None, pool=pool,
                 scratch=scratch, pace=Pace(60.0, len(cells)), planned=10)
             failed = start_engines(session, slots,

@@ -24,9 +24,9 @@ from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.plan.synthetic import NOTE, add_arms
 from triagebot.progress import Event, Pace
 from triagebot.render import RenderedScript, render_plan
-from triagebot.run import leftovers, standins, vllm_cpu, vllm_mlx
+from triagebot.run import cell_envs, leftovers
 from triagebot.run.live import LIVE_TEMPLATES, LivePool
-from triagebot.run.provision import ProvisionedEnv, ProvisionError, provision
+from triagebot.run.provision import ProvisionedEnv, ProvisionError
 from triagebot.run.rounds import (
     DEFAULT_CACHE,
     Progress,
@@ -88,31 +88,11 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
     outcomes: dict[str, list[CellOutcome]] = {c.cell_id: [] for c in plan.cells}
     emit(Event(kind="provision", message=f"preparing {plan.engine} "
                                           f"{plan.engine_version or '(this interpreter)'}"))
-    runner_env: dict[str, str] = {}
     try:
-        if vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind):
-            assert plan.engine_version is not None
-            models = {c.model for c in plan.cells} | {
-                c.spec.draft_model for c in plan.cells if c.spec and c.spec.draft_model}
-            env, runner_env = vllm_cpu.prepare(
-                plan.engine_version, models, out, cache_dir=settings.cache_dir,
-                standins_dir=settings.standins_dir, wheels=settings.wheels,
-                multimodal=vllm_cpu.is_multimodal(plan),
-                log=lambda m: emit(Event(kind="provision", message=m)))
-        elif vllm_mlx.is_cpu_plan(plan.engine, plan.gpu_kind):
-            assert plan.engine_version is not None
-            env, runner_env = vllm_mlx.prepare(
-                plan.engine_version, out, cache_dir=settings.cache_dir,
-                standins_dir=settings.standins_dir, models={c.model for c in plan.cells},
-                log=lambda m: emit(Event(kind="provision", message=m)))
-        else:
-            env = provision(plan.engine, plan.engine_version, cache_dir=settings.cache_dir,
-                            local=settings.local)
-            # Stand-in ids (e.g. the GPU check's transformers plan) open as local folders.
-            if wanted := standins.loaded_by(plan):
-                standins.ensure(wanted, settings.standins_dir,
-                                log=lambda m: emit(Event(kind="provision", message=m)))
-                standins.link_into(out, settings.standins_dir)
+        envs = cell_envs.prepare(plan, out, cell_envs.Where(
+            cache_dir=settings.cache_dir, standins_dir=settings.standins_dir,
+            wheels=settings.wheels, local=settings.local),
+            log=lambda m: emit(Event(kind="provision", message=m)))
     except ProvisionError as exc:
         for cell in plan.cells:
             results[cell.cell_id].append(_failed(plan, cell.cell_id,
@@ -120,14 +100,14 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
         return _finish(plan, request, results, outcomes, None, 0, out, emit, started,
                        settings)
 
-    live = settings.live and bool(runner_env) and all(
+    live = settings.live and envs.has_vars and all(
         c.template in LIVE_TEMPLATES for c in plan.cells)
-    runner_env = {**runner_env, leftovers.OWNER_VAR: leftovers.owner_tag(scope)}
+    envs = envs.adding({leftovers.OWNER_VAR: leftovers.owner_tag(scope)})
     pool = LivePool() if live else None
     # vLLM's sockets and temp files of every live engine, removed once all have ended.
     with contextlib.ExitStack() as scratch:
-        session = Session(plan=plan, request=request, paths=paths, env=env,
-                          runner_env=runner_env, settings=settings, emit=emit,
+        session = Session(plan=plan, request=request, paths=paths, envs=envs,
+                          settings=settings, emit=emit,
                           started=started, results=results, outcomes=outcomes, store=store,
                           stop=stop, pool=pool, scratch=scratch,
                           pace=Pace(plan.estimated_seconds, len(plan.cells)))
@@ -140,7 +120,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                 _pinned_arms(session)
             if session.plan is not plan:  # arms added, or a note on why none were
                 (out / "plan.json").write_text(session.plan.model_dump_json(indent=2) + "\n")
-            return _finish(session.plan, request, results, outcomes, env,
+            return _finish(session.plan, request, results, outcomes, envs.first,
                            session.round_index, out, emit, started, settings)
         finally:
             if pool is not None:

@@ -29,7 +29,7 @@ from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.progress import Event, Pace
 from triagebot.run import standins, vllm_cpu, vllm_mlx
 from triagebot.run.live import KeepWarm, LivePool, LiveScript
-from triagebot.run.provision import ProvisionedEnv
+from triagebot.run.cell_envs import CellEnvs
 from triagebot.run.schedule import Slot, balanced_turn, last_round, mirror_round
 from triagebot.run.supervise import CellOutcome, run_script
 
@@ -66,6 +66,9 @@ class RunSettings(BaseModel):
     # Add pinned-acceptance arms where the first verdicts call for them
     # (`analyze/synthetic.py`).
     pinned: bool = True
+    # End at the first run that fails: where a failure is itself the answer (a watch
+    # step's release is then broken), more rounds would only restart what crashed.
+    stop_on_failure: bool = False
 
 
 Progress = Callable[[Event], None]
@@ -95,8 +98,7 @@ class Session:
     plan: Plan
     request: ReproRequest | None
     paths: dict[str, Path]
-    env: ProvisionedEnv
-    runner_env: dict[str, str]
+    envs: CellEnvs
     settings: RunSettings
     emit: Progress
     started: float
@@ -177,6 +179,8 @@ def run_rounds(s: Session, slots: list[Slot], only: set[str] | None = None) -> N
             if s.store is not None:
                 s.store.put(slot.cell_id, slot.round, result, outcome.wall_s)
             s.results[slot.cell_id].append(result)
+            if s.settings.stop_on_failure and result.status != "ok":
+                return  # the failure is the answer; more rounds would restart what crashed
             s.done += slot.runs
             if not prestart:
                 s.pace.add(outcome.wall_s, slot.runs, new_engine)
@@ -200,11 +204,12 @@ def _run_slot(s: Session, slot: Slot) -> CellOutcome:
     scratch = (vllm_mlx.per_run_dirs() if vllm_mlx.is_cpu_plan(plan.engine, plan.gpu_kind)
                else vllm_cpu.per_run_dirs() if vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind)
                else contextlib.nullcontext(cast(dict[str, str], {})))
+    ready = s.envs.of(cell)
     with scratch as dirs:
         return run_script(
             s.paths[slot.cell_id],
-            python=s.env.python,
-            env={**cell.env, **s.runner_env, **dirs, "TRIAGEBOT_RUNS": str(slot.runs)},
+            python=ready.env.python,
+            env={**cell.env, **ready.vars, **dirs, "TRIAGEBOT_RUNS": str(slot.runs)},
             result_path=s.settings.out_dir / "results" / f"{name}.json",
             log_path=s.settings.out_dir / "logs" / f"{name}.log",
             wall_limit_s=plan.budget.cell_time_limit_s,
@@ -227,10 +232,12 @@ def _make_live(s: Session, cell_id: str) -> Callable[[], LiveScript]:
     pool = s.pool
     assert pool is not None
 
+    ready = s.envs.of(cell)
+
     def make() -> LiveScript:
         dirs = s.scratch.enter_context(vllm_cpu.per_run_dirs())
-        return LiveScript(s.paths[cell_id], python=s.env.python,
-                          env={**cell.env, **s.runner_env, **dirs},
+        return LiveScript(s.paths[cell_id], python=ready.env.python,
+                          env={**cell.env, **ready.vars, **dirs},
                           log_path=out / "logs" / f"{cell_id}-s{pool.starts}.log",
                           cwd=out, silence_limit_s=s.settings.silence_limit_s)
 
