@@ -55,7 +55,8 @@ def step_plan(new: Plan, old: Plan | None, deciding: str) -> Plan:
     """The deciding comparison's cells at both releases and the new release's A/A pair,
     as one plan; with no old release (the first one measured), the new release alone."""
     new_v = new.engine_version or ""
-    now_name, then_name, change_name = step_names(deciding, new_v, old and old.engine_version)
+    now_name, then_name, change_name = step_names(
+        deciding, new_v, old.engine_version if old is not None else None)
     now = _comparison(new, deciding)
     cells = _cells(new, now.numerator + now.denominator, new_v)
     comps = [now.model_copy(update={"name": now_name})]
@@ -119,7 +120,8 @@ def read_step(plan: Plan, findings: Findings, deciding: str, logs: Mapping[str, 
         why = f"{against}'s {failed[0].label} failed in this job ({failed[0].status})"
         return base.model_copy(update={"ratio": Ratio(reason=why)})
     comps = {c.name: c for c in findings.comparisons}
-    now = comps.get(now_name)
+    # The first release measured runs the report's own plan, with its own names.
+    now = comps.get(now_name) or comps.get(deciding)
     change = next((i for i in findings.interactions if i.name == change_name), None)
     return base.model_copy(update={
         "ratio": ratio_of(now.result) if now else Ratio(reason="not measured"),
