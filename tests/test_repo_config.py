@@ -178,7 +178,7 @@ def test_lists_are_bounded() -> None:
 def test_unknown_top_level_key_lists_the_sections() -> None:
     [problem] = _problems("[trigae]\nlabels = []")
     assert problem == ("trigae: unknown section; valid sections: triage, access, defaults, "
-                       "models, budget, verdict, labels, bisect")
+                       "models, budget, verdict, labels, bisect, watch")
     # The attribute behind [budget] is not a second spelling of it.
     [problem] = _problems("[budget_section]\nruns = 3")
     assert problem.startswith("budget_section: unknown section")
@@ -331,3 +331,25 @@ def test_any_input_gives_a_config_or_problems(text: str | bytes) -> None:
         parse_repo_config(text)
     except RepoConfigError as exc:
         assert exc.problems and all(isinstance(p, str) and p for p in exc.problems)
+
+
+def test_the_watch_section_and_its_limits() -> None:
+    from triagebot.repo_config import RepoConfigError, parse_repo_config
+
+    cfg = parse_repo_config(b'[watch]\nauto = true\nengines = ["vllm"]\nmax_threads = 3\n'
+                            b'runner_minutes_per_day = 60\nstop_after_fixed = 1\n'
+                            b'nightlies = true\n'
+                            b'nightly_index = "https://wheels.vllm.ai/nightly"\n')
+    assert (cfg.watch.auto, cfg.watch.max_threads, cfg.watch.stop_after_fixed) == (True, 3, 1)
+    assert cfg.watch.watches("vllm") and not cfg.watch.watches("sglang")
+    assert parse_repo_config(b"").watch.watches("sglang")
+    for bad, words in ((b'[watch]\nnightly_index = "file:///etc"\n', "not an http(s) URL"),
+                       (b"[watch]\nstop_after_fixed = 0\n", "stop_after_fixed"),
+                       (b'[watch]\nengines = ["llama.cpp"]\n', "engines"),
+                       (b"[watch]\nevery = 1\n", "every")):
+        try:
+            parse_repo_config(bad)
+        except RepoConfigError as exc:
+            assert words in str(exc), str(exc)
+        else:
+            raise AssertionError(bad)

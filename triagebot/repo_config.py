@@ -37,6 +37,15 @@ reproduced = "repro: confirmed"
 
 [bisect]            # where per-commit builds are: a package index per commit, {sha} = full SHA
 commit_index = "https://wheels.vllm.ai/{sha}"
+
+[watch]             # `@triagebot watch`: re-measure reproduced reports on new releases
+auto = false                 # start a watch after every Reproduced verdict
+engines = ["vllm"]           # engines whose releases are followed; absent = every engine
+max_threads = 20             # watched threads at once
+runner_minutes_per_day = 120 # runner time all watch runs of a day may take
+stop_after_fixed = 2         # a watch ends after this many fixed releases in a row
+nightlies = false            # also follow nightly builds, from nightly_index
+nightly_index = "https://wheels.vllm.ai/nightly"
 ```
 
 The file is written by maintainers but read by a service that spends GPU time on it, so it
@@ -254,6 +263,30 @@ class BisectConfig(Frozen):
     commit_index: CommitIndex | None = None
 
 
+def check_index(url: str) -> str:
+    """`url` (a `[watch] nightly_index`) when it is an http(s) URL of a package index with
+    no {...} field; otherwise a ValueError that says what to write."""
+    if len(url) > TEMPLATE_MAX or "{" in url or not _URL.match(url):
+        raise ValueError("not an http(s) URL of a package index (PEP 691 / 503 simple API), "
+                         "as in https://wheels.vllm.ai/nightly")
+    return url
+
+
+class WatchConfig(Frozen):
+    """`[watch]`: following reproduced reports across new releases (`@triagebot watch`)."""
+
+    auto: StrictBool = False  # start a watch after every Reproduced verdict
+    engines: tuple[PlanEngine, ...] = Field(default=(), max_length=8)  # empty: every engine
+    max_threads: StrictInt = Field(default=20, ge=0, le=1000)
+    runner_minutes_per_day: StrictInt = Field(default=120, ge=1, le=_DAY_MINUTES_MAX)
+    stop_after_fixed: StrictInt = Field(default=2, ge=1, le=20)  # fixed releases in a row
+    nightlies: StrictBool = False
+    nightly_index: Annotated[str, AfterValidator(check_index)] | None = None
+
+    def watches(self, engine: str) -> bool:
+        return not self.engines or engine in self.engines
+
+
 class RepoConfig(Frozen):
     """The whole file. Every section is optional; each absent one takes its safe default."""
 
@@ -266,6 +299,7 @@ class RepoConfig(Frozen):
     verdict: VerdictConfig = Field(default_factory=VerdictConfig)
     labels: LabelsConfig = Field(default_factory=LabelsConfig)
     bisect: BisectConfig = Field(default_factory=BisectConfig)
+    watch: WatchConfig = Field(default_factory=WatchConfig)
 
     @classmethod
     def default(cls) -> RepoConfig:
