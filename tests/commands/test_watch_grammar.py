@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from triagebot.commands.base import Malformed, Position, Word
-from triagebot.commands.watch import UNWATCH, parse_watch
+from triagebot.commands.watch import parse_unwatch, parse_watch
 
 
 def words(*texts: str) -> list[Word]:
@@ -32,6 +32,6 @@ def test_anything_else_is_refused_with_what_it_takes(text: str, message: str) ->
 
 
 def test_unwatch_takes_nothing() -> None:
-    assert UNWATCH.parse([]).text == "unwatch"
+    assert parse_unwatch([]).text == "unwatch"
     with pytest.raises(Malformed):
-        UNWATCH.parse(words("please"))
+        parse_unwatch(words("please"))
