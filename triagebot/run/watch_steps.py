@@ -43,6 +43,7 @@ class WatchSettings(BaseModel):
     standins_dir: Path = standins.DEFAULT_CACHE
     wheels: Path | None = None
     local: bool = False
+    escalate: bool = True
     margin: float = Field(default=0.03, gt=0.0, le=0.5)
 
 
@@ -101,7 +102,7 @@ def watch_step(ctx: StepContext, watched: Watched, release: str, *, log: Log = p
     execution = execute(plan, scripts, ctx.request, RunSettings(
         out_dir=out, cache_dir=ctx.settings.cache_dir, local=ctx.settings.local,
         standins_dir=ctx.settings.standins_dir, wheels=ctx.settings.wheels,
-        margin=ctx.settings.margin), progress, stop=stop)
+        escalate=ctx.settings.escalate, margin=ctx.settings.margin), progress, stop=stop)
     findings = execution.findings
     comparison = watched.comparison or _decider(findings, ctx.request)
     reading = read_step(plan, findings, comparison, _logs(execution.outcomes),
