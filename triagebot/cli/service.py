@@ -65,3 +65,19 @@ def worker(
                    name=name, concurrency=concurrency, loglevel=loglevel)
     except (SettingsError, WorkerError) as exc:
         raise fail(EXIT_USAGE, str(exc)) from None
+
+
+@app.command()
+def beat(
+    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "info",
+) -> None:
+    """Run Celery beat: it sends the release-feed poll of `@triagebot watch` to the triage
+    queue every TRIAGEBOT_WATCH_TICK_S. Run one; a second one by mistake queues nothing
+    twice."""
+    from triagebot.settings import SettingsError, load_settings
+    from triagebot.workers.serve import run_beat
+
+    try:
+        run_beat(load_settings(), loglevel=loglevel)
+    except SettingsError as exc:
+        raise fail(EXIT_USAGE, str(exc)) from None

@@ -13,7 +13,7 @@ from typing import Literal
 from triagebot.frozen import Frozen
 from triagebot.overrides import ReproOptions
 
-CommandName = Literal["repro", "help", "cancel", "status", "bisect"]
+CommandName = Literal["repro", "help", "cancel", "status", "bisect", "watch", "unwatch"]
 
 
 class Position(Frozen):

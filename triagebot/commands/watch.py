@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from triagebot.commands.base import Malformed, Parsed, Word
+from triagebot.commands.base import CommandSpec, Malformed, Parsed, Word
 from triagebot.overrides import OptionsError, parse_overrides
 
 KEYS = ("engine", "gpu")
@@ -30,16 +30,23 @@ def parse_watch(words: Sequence[Word]) -> Parsed:
     return Parsed(text=" ".join(["watch", *args]), words=tuple(args), options=options)
 
 
-# Registered in `COMMANDS` (and `CommandName`) together with its decision and the worker
-# that applies it; until then `@triagebot watch` is an unknown command, never a promise.
-USAGE = "[engine=E] [gpu=KIND]"
-SUMMARY = ("Re-measure this thread's reproduced report on every new release and say here "
-           "when it changes (fixed, worse, back, broken).")
-UNWATCH_SUMMARY = "Stop watching this thread's report on new releases."
-
-
 def parse_unwatch(words: Sequence[Word]) -> Parsed:
     if words:
         raise Malformed(f"`unwatch` takes no arguments, but {words[0].text[:40]!r} follows "
                         "it", words[0].position)
     return Parsed(text="unwatch")
+
+
+SPEC = CommandSpec(
+    name="watch",
+    usage="[engine=E] [gpu=KIND]",
+    summary="Re-measure this thread's reproduced report on every new release and say "
+            "here when it changes (fixed, worse, back, broken).",
+    parse=parse_watch,
+)
+UNWATCH = CommandSpec(
+    name="unwatch",
+    usage="",
+    summary="Stop watching this thread's report on new releases.",
+    parse=parse_unwatch,
+)

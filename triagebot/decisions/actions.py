@@ -61,4 +61,19 @@ class CancelJobs:
     reason: str | None = None
 
 
-Action = Reply | Refuse | React | StartJob | CancelJobs
+@dataclass(frozen=True)
+class StartWatch:
+    """Watch the thread from the report of job `job_id`, on `engine` and runner `gpu`."""
+
+    job_id: str
+    engine: str
+    gpu: str
+
+
+@dataclass(frozen=True)
+class StopWatch:
+    repo: str
+    number: int
+
+
+Action = Reply | Refuse | React | StartJob | CancelJobs | StartWatch | StopWatch

@@ -12,6 +12,20 @@ from triagebot.repo_config import RepoConfig
 
 
 @dataclass(frozen=True)
+class WatchFacts:
+    """What `watch`, `unwatch` and `status` read of the repo's watches."""
+
+    # This thread's watch, unless stopped: its status (active, paused) and its rows.
+    status: str = ""
+    lines: tuple[str, ...] = ()
+    # Threads of the repo watched now, and the runner minutes watch runs took today.
+    threads: int = 0
+    minutes_today: float = 0.0
+    # The engine of the thread's reproduced report (its plan's), when it has one.
+    engine: str = ""
+
+
+@dataclass(frozen=True)
 class Facts:
     event: ThreadEvent
     command_name: str
@@ -33,6 +47,7 @@ class Facts:
     default_gpu: str = ""
     # The sender has a role here (triage or more, or may run): else a stranger.
     may_talk: bool = True
+    watch: WatchFacts = WatchFacts()
 
     @property
     def fallback_gpu(self) -> str:

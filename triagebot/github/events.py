@@ -28,6 +28,8 @@ RELEVANT: frozenset[tuple[str, str]] = frozenset({
     ("issues", "opened"),
     ("issues", "labeled"),
     ("issues", "edited"),
+    ("issues", "closed"),  # a watch pauses
+    ("issues", "reopened"),  # ...and resumes
     ("pull_request", "opened"),
     ("pull_request", "edited"),
 })

@@ -115,6 +115,9 @@ class JobRecord(BaseModel):
     gpu_seconds: float = 0.0
     # A bisect job: its range and predicate (triagebot.bisect.spec.BisectSpec, JSON).
     bisect: str | None = None
+    # A watch run: the release it measures and against which
+    # (triagebot.watch.models.WatchRunSpec, JSON).
+    watch: str | None = None
 
     @property
     def terminal(self) -> bool:

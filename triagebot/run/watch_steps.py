@@ -105,7 +105,7 @@ def watch_step(ctx: StepContext, watched: Watched, release: str, *, log: Log = p
         escalate=ctx.settings.escalate, margin=ctx.settings.margin), progress, stop=stop)
     findings = execution.findings
     comparison = watched.comparison or _decider(findings, ctx.request)
-    reading = read_step(plan, findings, comparison, _logs(execution.outcomes),
+    reading = read_step(plan, findings, comparison, read_logs(execution.outcomes),
                         previous if old is not None else None)
     if not watched.comparison and not reading.crash:
         watched = watched.model_copy(update={
@@ -159,7 +159,7 @@ def _decider(findings: Findings, request: ReproRequest) -> str:
         return ""
 
 
-def _logs(outcomes: dict[str, list[CellOutcome]]) -> dict[str, str]:
+def read_logs(outcomes: dict[str, list[CellOutcome]]) -> dict[str, str]:
     """Each cell's logs (a live engine's rounds share one), read once."""
     return {cid: "\n".join(_read(p) for p in dict.fromkeys(o.log_path for o in outs))
             for cid, outs in outcomes.items()}

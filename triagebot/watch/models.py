@@ -71,3 +71,14 @@ class WatchRow(Frozen):
     @property
     def words(self) -> str:
         return STATE_WORDS[self.state]
+
+
+class WatchRunSpec(Frozen):
+    """What a watch run (a job of the App) measures: `release` against `against` (None:
+    the first release measured), the comparison that decided the report."""
+
+    release: str
+    against: str | None = None
+    comparison: str
+    direction: Direction = "below"
+    date: str = ""  # the release's date, as its feed gave it

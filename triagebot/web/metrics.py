@@ -32,6 +32,7 @@ from prometheus_client.utils import floatToGoString
 
 from triagebot.jobs.deliveries import DeliveryLog
 from triagebot.jobs.store import CELL_BUCKETS, JobStore
+from triagebot.jobs.watches import WatchStore
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
 
@@ -107,6 +108,14 @@ class RedisCollector(Collector):
                                      "/deliveries/failed; GitHub can redeliver them)")
         failed.add_metric([], DeliveryLog(self.settings, store.redis).failed_count())
         yield failed
+
+        feeds = CounterMetricFamily("triagebot_watch_feed_errors",
+                                    "Release feed polls that found the index unreachable or "
+                                    "its answer malformed", labels=["package", "error"])
+        watches = WatchStore(store.redis, self.settings.namespace)
+        for (package, error), count in sorted(watches.feed_errors().items()):
+            feeds.add_metric([package, error], count)
+        yield feeds
 
         max_age = self.settings.worker_heartbeat_max_age_s
         alive = sum(1 for age in store.counters.workers().values() if age <= max_age)

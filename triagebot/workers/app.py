@@ -21,7 +21,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     """The Celery settings for this deployment; a test asserts the production invariants."""
     vt = settings.visibility_timeout_s
     hard = settings.job_time_limit_s
-    transport = {"visibility_timeout": vt, "global_keyprefix": settings.celery_key_prefix}
+    transport = {"visibility_timeout": vt, "global_keyprefix": settings.celery_key_prefix,
+                 # A message's priority picks its list (0 first): watch runs go last, so
+                 # a maintainer's repro waiting on the same runner is served before them.
+                 "priority_steps": list(range(10)), "queue_order_strategy": "priority"}
     return {
         "broker_url": settings.redis_url,
         "result_backend": settings.redis_url,
@@ -51,7 +54,13 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             task_queues.HANDLE_EVENT: {"queue": task_queues.TRIAGE_QUEUE},
             task_queues.PROGRESS: {"queue": task_queues.TRIAGE_QUEUE},
             task_queues.PUBLISH: {"queue": task_queues.TRIAGE_QUEUE},
+            task_queues.WATCH_POLL: {"queue": task_queues.TRIAGE_QUEUE},
         },
+        # `triagebot beat`: a tick looks whether a release feed poll is due (the poll
+        # itself keeps its jittered interval, however many beats tick).
+        "beat_schedule": {"watch-poll": {"task": task_queues.WATCH_POLL,
+                                         "schedule": settings.watch_tick_s,
+                                         "options": {"queue": task_queues.TRIAGE_QUEUE}}},
         # A publish that cannot reach Redis fails fast, so the ingress can answer 503.
         "task_publish_retry": False,
     }

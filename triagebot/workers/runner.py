@@ -27,6 +27,7 @@ from triagebot.run.orchestrate import RunCancelled, RunSettings, execute
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
 from triagebot.workers.runner_bisect import run_bisect_job
+from triagebot.workers.runner_watch import run_watch_job
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,10 @@ class JobRunner:
                 stop = _Stop(self.store, id_, lost.is_set)
                 if job.bisect is not None:
                     run_bisect_job(self, id_, job, stop)
+                    return "ran"
+                if job.watch is not None:
+                    run_watch_job(self, id_, job, StoredSlots(self.store, id_, token), stop,
+                                  self._progress(id_))
                     return "ran"
                 scripts = render_plan(plan)
                 settings = RunSettings(

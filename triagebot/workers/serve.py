@@ -121,3 +121,11 @@ def _heartbeat(settings: Settings, name: str, queues: list[str], health: Health,
             store.counters.worker_alive(name.replace(":", "_"), ttl, queues, health.problem)
         if stop.wait(interval):
             return
+
+
+def run_beat(settings: Settings, *, loglevel: str = "info") -> None:
+    """Celery beat with the app's schedule; its own schedule file lives in the data dir."""
+    app = create_celery(settings, register_tasks=False)
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    app.start(["beat", "--loglevel", loglevel,
+               "--schedule", str(settings.data_dir / "beat-schedule")])

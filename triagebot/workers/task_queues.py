@@ -9,5 +9,7 @@ PUBLISH = "triagebot.publish"  # triage queue: post the final report, labels, re
 # triage queue: read the commits below a bisect's bracket for its runner (GitHub's side)
 BISECT_COMMITS = "triagebot.bisect_commits"
 CANARY = "triagebot.canary"  # any queue: proves a worker consumes end to end
+# triage queue, sent by Celery beat: read the release feeds, queue the watch runs
+WATCH_POLL = "triagebot.watch_poll"
 
 TRIAGE_QUEUE = "triage"

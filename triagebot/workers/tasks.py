@@ -29,7 +29,7 @@ from triagebot.jobs.deliveries import DeliveryLog, FailedEvent
 from triagebot.jobs.store import JobStore
 from triagebot.run.shutdown import run_until_stopped
 from triagebot.settings import Settings, SettingsError
-from triagebot.workers import task_queues
+from triagebot.workers import task_queues, watch
 from triagebot.workers.retry_policy import MAX_FAILURES, next_try
 from triagebot.workers.runner import JobRunner
 from triagebot.workers.triage import TRANSIENT, CommentBusy, Triage
@@ -190,6 +190,16 @@ def register(app: Celery) -> None:
             # lock would have expired.
             raise self.retry(countdown=store().runs.lock_ttl(job_id) + 1)
         return outcome
+
+    @app.task(name=task_queues.WATCH_POLL, acks_late=True)
+    def watch_poll() -> int:
+        # A tick that fails is logged and the next one tries again; claims make a
+        # repeated or concurrent tick queue nothing twice.
+        try:
+            return watch.poll(triage().ctx)
+        except TRANSIENT as exc:
+            log.warning("%s: %s; the next tick tries again", task_queues.WATCH_POLL, exc)
+            return 0
 
     @app.task(name=task_queues.CANARY)
     def canary(token: str) -> str:

@@ -21,7 +21,16 @@ from triagebot import decisions
 from triagebot.commands import Command
 from triagebot.decisions import replies as words
 from triagebot.decisions import rules
-from triagebot.decisions.actions import Action, CancelJobs, React, Refuse, Reply, StartJob
+from triagebot.decisions.actions import (
+    Action,
+    CancelJobs,
+    React,
+    Refuse,
+    Reply,
+    StartJob,
+    StartWatch,
+    StopWatch,
+)
 from triagebot.github.client import GitHubClient
 from triagebot.github.errors import GitHubError
 from triagebot.github.events import ThreadEvent
@@ -30,7 +39,7 @@ from triagebot.overrides import ReproOptions
 from triagebot.parse import parse_report
 from triagebot.repo_config import CONFIG_PATH
 from triagebot.settings import Settings
-from triagebot.workers import triage_jobs
+from triagebot.workers import triage_jobs, watch
 from triagebot.workers.triage_facts import (
     GitHubFactory,
     TriageContext,
@@ -179,6 +188,11 @@ class Triage:
         if isinstance(action, CancelJobs):
             triage_jobs.cancel(self.ctx, action.ids, event.sender.login, action.reason)
             return None
+        if isinstance(action, StartWatch):
+            return watch.start(self.ctx, action, event.author.login, event.sender.login)
+        if isinstance(action, StopWatch):
+            watch.stop(self.ctx, action.repo, action.number)
+            return None
         busy = triage_jobs.start(self.ctx, gh, action)
         if busy is None:
             reactions.append("+1")
@@ -219,6 +233,9 @@ class Triage:
             client.set(posted, digest, ex=2 * 24 * 3600)
 
     def _thread_event(self, event: ThreadEvent) -> None:
+        if event.event == "issues" and event.action in ("closed", "reopened"):
+            watch.thread_closed(self.ctx, event)  # never closes or reopens anything itself
+            return
         gh = self.ctx.github(event.installation_id)
         config, problems = repo_config(self.ctx, gh, event.repo)
         if problems:

@@ -12,12 +12,14 @@ from celery import Celery
 
 from triagebot import links
 from triagebot.decisions import rules
-from triagebot.decisions.facts import Facts
+from triagebot.decisions.facts import Facts, WatchFacts
+from triagebot.decisions.watch import reproduced_job
 from triagebot.github.client import GitHubClient
 from triagebot.github.events import Actor, ThreadEvent
 from triagebot.github.models import Thread
 from triagebot.jobs.record import JobRecord
 from triagebot.jobs.store import JobStore, text_of, utc_day
+from triagebot.jobs.watches import WatchStore
 from triagebot.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
 from triagebot.settings import Settings
 
@@ -119,7 +121,8 @@ def facts_for(ctx: TriageContext, gh: GitHubClient, event: ThreadEvent, config: 
     # An edit's repro or bisect may replace the job the comment started.
     edit_starts = event.action == "edited" and bool(names_ & {"repro", "bisect"})
     jobs = (tuple(store.thread_jobs(event.repo, event.number))
-            if names_ & {"status", "cancel"} or edit_starts else ())
+            if names_ & {"status", "cancel", "watch"} or edit_starts else ())
+    watching = bool(names_ & {"status", "watch", "unwatch"})
     repro = may_run and bool(names_ & {"repro", "bisect"})
     if repro and thread is None:
         thread = gh.read_thread(event.repo, event.number)
@@ -128,4 +131,21 @@ def facts_for(ctx: TriageContext, gh: GitHubClient, event: ThreadEvent, config: 
         may_run=may_run, jobs=jobs, job_urls={j.id: ctx.job_url(j) for j in jobs},
         thread=thread, gpu_kinds=tuple(settings.gpu_kinds),
         gpu_seconds_used=store.counters.gpu_seconds_today(event.repo) if repro else 0.0,
-        id_key=settings.link_key, default_gpu=settings.default_gpu, may_talk=may_talk)
+        id_key=settings.link_key, default_gpu=settings.default_gpu, may_talk=may_talk,
+        watch=watch_facts(ctx, event.repo, event.number, jobs) if watching else WatchFacts())
+
+
+def watch_facts(ctx: TriageContext, repo: str, number: int,
+                jobs: tuple[JobRecord, ...]) -> WatchFacts:
+    """What `watch`, `unwatch` and `status` decide from: this thread's watch, the repo's
+    count of watched threads and runner minutes today, the reproduced report's engine."""
+    watches = WatchStore(ctx.store.redis, ctx.settings.namespace)
+    rec = watches.get(repo, number)
+    live = rec if rec is not None and rec.status != "stopped" else None
+    job = reproduced_job(jobs)
+    return WatchFacts(
+        status=live.status if live else "",
+        lines=tuple(f"{r.release}: **{r.words}** ({r.reason})" for r in live.rows)
+        if live else (),
+        threads=watches.active_in(repo), minutes_today=watches.minutes(repo, utc_day()),
+        engine=ctx.store.plan(job.id).engine if job is not None else "")

@@ -16,7 +16,7 @@ from triagebot.decisions.actions import StartJob
 from triagebot.github.client import GitHubClient
 from triagebot.jobs.record import JobRecord
 from triagebot.model import Plan
-from triagebot.workers import task_queues
+from triagebot.workers import task_queues, watch
 from triagebot.workers.triage_bisect import answer_commits, report_with_candidates
 from triagebot.workers.triage_facts import TriageContext, repo_config, runner_live
 
@@ -157,6 +157,10 @@ def publish(ctx: TriageContext, id_: str) -> None:
     job = store.get(id_)
     if job is None or not job.terminal or job.published:
         return
+    if job.watch is not None:
+        with _comment_lock(ctx, id_):
+            watch.publish_run(ctx, store.require(id_))
+        return
     with _comment_lock(ctx, id_):
         job = store.get(id_)
         if job is None or job.published:
@@ -172,6 +176,8 @@ def publish(ctx: TriageContext, id_: str) -> None:
         # Labels and reactions are idempotent: a retried publish may repeat them.
         _outcome_marks(ctx, gh, job)
         store.set(id_, published=True)
+    if job.outcome == "reproduced" and job.bisect is None:
+        watch.start_auto(ctx, job)
 
 
 def _outcome_marks(ctx: TriageContext, gh: GitHubClient, job: JobRecord) -> None:
