@@ -170,3 +170,10 @@ def compare_shas(fake: Any, repo: str, old: int, new: int, *, digits: int = 10,
     fake.add_compare(repo, base, head, COMMITS[old + 1:new + 1], status=status,
                      base_sha=COMMITS[old]["sha"])
     return base, head
+
+
+def release_wheel(where: Path, version: str, *, slow: bool) -> Path:
+    """One release of the fake vLLM in `where`, its speculation slow (the report's
+    symptom) or fast; for tests that choose what each release does (the watch's)."""
+    where.mkdir(parents=True, exist_ok=True)
+    return _wheel(where, version, slow=slow)

@@ -73,11 +73,14 @@ class Worker:
     """`triagebot worker --queues ...` in its own process group, logging to a file."""
 
     def __init__(self, queues: str, env: dict[str, str], log: Path, name: str) -> None:
+        self.start([TRIAGEBOT, "worker", "--queues", queues, "--name", name,
+                    "--loglevel", "info"], env, log)
+
+    def start(self, argv: list[str], env: dict[str, str], log: Path) -> None:
         self.log = log
         self.handle = log.open("ab")
-        self.proc = subprocess.Popen(
-            [TRIAGEBOT, "worker", "--queues", queues, "--name", name, "--loglevel", "info"],
-            env=env, stdout=self.handle, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(argv, env=env, stdout=self.handle,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
 
     def pool_children(self) -> list[int]:
         """Pids of the worker's pool processes (the children of its main process)."""
@@ -104,6 +107,13 @@ class Worker:
 
     def tail(self, n: int = 60) -> str:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-n:])
+
+
+class Beat(Worker):
+    """`triagebot beat` (Celery beat) in its own process group, logging to a file."""
+
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.start([TRIAGEBOT, "beat", "--loglevel", "info"], env, log)
 
 
 def wait_for(check: Callable[[], Any], timeout: float, what: str,

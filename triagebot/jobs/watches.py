@@ -96,12 +96,15 @@ class WatchStore:
         """True for exactly one caller per (thread, release) until the claim is given back."""
         return bool(self.r.set(f"{self.ns}:watch-claim:{thread}:{release}", 1, nx=True))
 
+    def unclaim(self, thread: str, release: str) -> None:
+        self.r.delete(f"{self.ns}:watch-claim:{thread}:{release}")
+
     def give_back(self, thread: str, release: str, error: str) -> int:
         """A failed run: the claim returns (the next tick retries) and the attempt counts.
         Returns the attempts so far."""
         rec = self._update(thread, lambda rec: rec.model_copy(update={"attempts": {
             **rec.attempts, release: rec.attempts.get(release, 0) + 1}}))
-        self.r.delete(f"{self.ns}:watch-claim:{thread}:{release}")
+        self.unclaim(thread, release)
         return rec.attempts.get(release, 0) if rec else 0
 
     def put_row(self, thread: str, row: WatchRow, *, ran: bool) -> WatchRecord | None:

@@ -23,9 +23,14 @@ from triagebot.watch.states import direction_of, holds
 _FAILED = ("failed", "crashed", "oom", "timeout", "hang", "config_rejected")
 # Plan refusals that name a configuration key (`engines.vllm._rejected`'s fields).
 _CONFIG_SECTIONS = ("speculative_config.", "compilation_config.", "engine_argument.")
-# The line a Python program dies on: `TypeError: ...`, `vllm.x.SomeError: ...`.
+# The line a Python program dies on: `TypeError: ...`, `vllm.x.SomeError: ...`, after
+# vLLM's log prefix where a worker process logged it (`(Worker pid=1) ERROR 11-28
+# 19:38:04 [multiproc_executor.py:962] TypeError: ...`).
+_LOG_PREFIX = re.compile(r"^\s*(?:\(\w+ pid=\d+\)\s*)?(?:[A-Z]+ \d\d-\d\d [\d:.]+ \[[^\]]*\]\s*)?")
 _EXCEPTION_LINE = re.compile(
-    r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")
+    r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")
+# A wrapper that points at the real error above it.
+_WRAPPER = "root cause"
 LINE_CHARS = 300
 
 
@@ -114,8 +119,8 @@ def read_step(plan: Plan, findings: Findings, deciding: str, logs: Mapping[str, 
     if mine:
         cell = mine[0]
         text = logs.get(cell.cell_id, "") + "\n" + (cell.error or "")
-        return base.model_copy(update={"crash": f"{cell.label.rsplit(' ', 1)[0]}: "
-                                                f"{crash_line(text) or cell.status}"})
+        label = cell.label.removesuffix(f" {release}")
+        return base.model_copy(update={"crash": f"{label}: {crash_line(text) or cell.status}"})
     if failed:
         why = f"{against}'s {failed[0].label} failed in this job ({failed[0].status})"
         return base.model_copy(update={"ratio": Ratio(reason=why)})
@@ -140,11 +145,14 @@ def change_of(result: Interaction) -> Ratio:
 
 
 def crash_line(text: str) -> str:
-    """The exception line a log ends on (the last one), else its last line."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for line in reversed(lines):
-        if _EXCEPTION_LINE.match(line):
-            return line[:LINE_CHARS]
+    """The exception line a log ends on (the last one; the error a wrapper such as
+    vLLM's "Worker failed ... see the root cause above" points at, where the log has
+    it), else its last line."""
+    lines = [_LOG_PREFIX.sub("", ln).strip() for ln in text.splitlines() if ln.strip()]
+    raised = [ln for ln in lines if _EXCEPTION_LINE.match(ln)]
+    if raised:
+        real = [ln for ln in raised if _WRAPPER not in ln]
+        return (real or raised)[-1][:LINE_CHARS]
     return lines[-1][:LINE_CHARS] if lines else ""
 
 

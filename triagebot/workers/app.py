@@ -21,10 +21,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     """The Celery settings for this deployment; a test asserts the production invariants."""
     vt = settings.visibility_timeout_s
     hard = settings.job_time_limit_s
-    transport = {"visibility_timeout": vt, "global_keyprefix": settings.celery_key_prefix,
-                 # A message's priority picks its list (0 first): watch runs go last, so
-                 # a maintainer's repro waiting on the same runner is served before them.
-                 "priority_steps": list(range(10)), "queue_order_strategy": "priority"}
+    transport = {"visibility_timeout": vt, "global_keyprefix": settings.celery_key_prefix}
     return {
         "broker_url": settings.redis_url,
         "result_backend": settings.redis_url,

@@ -119,7 +119,8 @@ def progress(ctx: TriageContext, id_: str) -> None:
     """Edit the job's comment with where it stands, at most once per interval."""
     store = ctx.store
     job = store.get(id_)
-    if job is None or job.terminal or not _progress_due(ctx, job):
+    # A watch run has no comment of its own: its thread hears when it ends.
+    if job is None or job.terminal or job.watch is not None or not _progress_due(ctx, job):
         return
     with _comment_lock(ctx, id_):
         job = store.get(id_)

@@ -29,6 +29,7 @@ import httpx
 
 from triagebot.analyze.findings_models import Findings
 from triagebot.bisect import envs
+from triagebot.bisect.ranges import BisectError
 from triagebot.decisions import replies as words
 from triagebot.decisions.actions import StartWatch
 from triagebot.errors import PlanRejected
@@ -54,7 +55,9 @@ from triagebot.workers.watch_feed import poll as poll_feed
 
 log = logging.getLogger(__name__)
 
-# Broker priority of a watch run (Redis: 0 is served first, a repro's default); 9 is last.
+# Broker priority of a watch run: on Redis a queue's messages sit in one list per
+# priority step (0, 3, 6, 9) and a worker empties the lower ones first, so a repro (0,
+# the default) waiting on the same runner is served before any watch run.
 WATCH_PRIORITY = 9
 LABELS = {"fixed": "perf-watch: fixed", "back": "perf-watch: back"}
 
@@ -142,7 +145,12 @@ def poll(ctx: TriageContext, client: httpx.Client | None = None) -> int:
         for engine in watches.engines():
             by_package: dict[str, list[WatchRecord]] = {}
             for rec in watches.watching(engine):
-                by_package.setdefault(envs.package_for(rec.engine, rec.runner), []).append(rec)
+                try:
+                    package = envs.package_for(rec.engine, rec.runner)
+                except BisectError as exc:
+                    log.warning("watch %s: no release feed: %s", rec.thread, exc)
+                    continue
+                by_package.setdefault(package, []).append(rec)
             for package, recs in by_package.items():
                 releases = _releases(ctx, watches, http, package)
                 for rec in recs:
@@ -183,12 +191,16 @@ def _advance(ctx: TriageContext, watches: WatchStore, rec: WatchRecord,
     pending = [r for r in newer_than(releases, rec.last or "0") if r.version not in done]
     if not pending or not watches.claim(rec.thread, pending[0].version):
         return 0
-    return _queue(ctx, watches, rec, pending[0])
+    try:
+        return _queue(ctx, watches, rec, pending[0])
+    except Exception:
+        watches.unclaim(rec.thread, pending[0].version)  # the next tick tries again
+        raise
 
 
 def _queue(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, release: Release) -> int:
     request = ReproRequest.model_validate_json(rec.request)
-    options = parse_overrides([*rec.words, f"gpu={rec.runner}"])
+    options = parse_overrides(list(rec.words)).model_copy(update={"gpu": rec.runner})
     step = StepContext(request=request, options=options,
                        settings=WatchSettings(out_dir=ctx.settings.data_dir))
     try:
@@ -282,7 +294,7 @@ def _write(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, row: Watch
     gh = ctx.github(rec.installation_id)
     _sticky(ctx, gh, now)
     if row.state != "inconclusive" and row.state != before:
-        gh.upsert_comment(rec.repo, rec.number, f"watch-change={row.release}",
+        gh.upsert_comment(rec.repo, rec.number, f"watchstate={row.release}",
                           _change_comment(ctx, now, row, before))
         if row.state in LABELS:
             gh.add_labels(rec.repo, rec.number, [LABELS[row.state]])
@@ -302,10 +314,11 @@ def _sticky(ctx: TriageContext, gh: GitHubClient, rec: WatchRecord) -> None:
     expired, a comment of the watch's own holds the table."""
     table = render_watch(rec.rows, rec.comparison)
     job = ctx.store.get(rec.job_id) if rec.job_id else None
-    if job is not None and job.comment_id is not None:
+    if job is not None:
         body = words.final(job, ctx.store.runs.report(job.id), ctx.job_url(job))
-        gh.upsert_comment(rec.repo, rec.number, f"job={job.id}", f"{body}\n\n{table}",
-                          job.comment_id)
+        comment_id = gh.upsert_comment(rec.repo, rec.number, f"job={job.id}",
+                                       f"{body}\n\n{table}", job.comment_id)
+        ctx.store.set(job.id, comment_id=comment_id)
         return
     gh.upsert_comment(rec.repo, rec.number, f"watch={rec.number}", table, rec.comment_id)
 
