@@ -18,8 +18,8 @@ from tests.report import load_fixture
 from triagebot.model import Budget, CellWorkload, Plan, Sampling
 from triagebot.progress import Event, Pace
 from triagebot.render import environment
-from triagebot.run.live import LivePool
 from triagebot.run.cell_envs import CellEnv, CellEnvs
+from triagebot.run.live import LivePool
 from triagebot.run.provision import ProvisionedEnv
 from triagebot.run.rounds import RunSettings, Session, start_engines
 from triagebot.run.schedule import Slot

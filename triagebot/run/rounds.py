@@ -28,8 +28,8 @@ from triagebot.analyze.verdict import DEFAULT_MARGIN, DEFAULT_NEGLIGIBLE
 from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.progress import Event, Pace
 from triagebot.run import standins, vllm_cpu, vllm_mlx
-from triagebot.run.live import KeepWarm, LivePool, LiveScript
 from triagebot.run.cell_envs import CellEnvs
+from triagebot.run.live import KeepWarm, LivePool, LiveScript
 from triagebot.run.schedule import Slot, balanced_turn, last_round, mirror_round
 from triagebot.run.supervise import CellOutcome, run_script
 

@@ -102,7 +102,8 @@ def watch_step(ctx: StepContext, watched: Watched, release: str, *, log: Log = p
     execution = execute(plan, scripts, ctx.request, RunSettings(
         out_dir=out, cache_dir=ctx.settings.cache_dir, local=ctx.settings.local,
         standins_dir=ctx.settings.standins_dir, wheels=ctx.settings.wheels,
-        escalate=ctx.settings.escalate, margin=ctx.settings.margin, stop_on_failure=True),
+        escalate=ctx.settings.escalate, margin=ctx.settings.margin, stop_on_failure=True,
+        pinned=False),
         progress, stop=stop)
     findings = execution.findings
     comparison = watched.comparison or _decider(findings, ctx.request)

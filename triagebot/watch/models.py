@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from triagebot.analyze.findings_models import Verdict
+from triagebot.analyze.verdict_words import Verdict
 from triagebot.frozen import Frozen
 
 WatchState = Literal["reproduced", "fixed", "worse", "back", "broken", "config_invalid",

@@ -72,7 +72,7 @@ def run_watch_job(host: WatchHost, id_: str, job: JobRecord, slots: SlotStore,
             out_dir=Path(settings.data_dir) / id_, cache_dir=settings.env_cache_dir,
             local=settings.run_local, silence_limit_s=settings.silence_limit_s,
             escalate=settings.escalate, margin=job.margin, negligible=job.negligible,
-            stop_on_failure=True),
+            stop_on_failure=True, pinned=False),
             progress, store=slots, stop=stop)
         reading = read_step(plan, execution.findings, spec.comparison,
                             read_logs(execution.outcomes), spec.against)
