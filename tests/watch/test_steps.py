@@ -172,6 +172,7 @@ def test_crash_line_is_the_last_exception_line_else_the_last_line() -> None:
     vllm = ("(Worker pid=23844) ERROR 11-28 19:38:04 [multiproc_executor.py:962] TypeError: "
             "kernel() got an unexpected keyword argument 'SYNTHETIC_MODE'\n"
             "    raise RuntimeError(\nRuntimeError: Worker failed with error 'kernel() got "
-            "...', please check the stack trace above for the root cause\n")
+            "...', please check the stack trace above for the root cause\n"
+            "(Worker pid=1) RuntimeError: Found no NVIDIA driver on your system.\n")
     assert crash_line(vllm) == ("TypeError: kernel() got an unexpected keyword argument "
                                 "'SYNTHETIC_MODE'")

@@ -150,9 +150,13 @@ def crash_line(text: str) -> str:
     it), else its last line."""
     lines = [_LOG_PREFIX.sub("", ln).strip() for ln in text.splitlines() if ln.strip()]
     raised = [ln for ln in lines if _EXCEPTION_LINE.match(ln)]
+    wrappers = [i for i, ln in enumerate(raised) if _WRAPPER in ln]
+    if wrappers:
+        # What follows the wrapper is the engine shutting down, not the failure.
+        before = [ln for ln in raised[:wrappers[-1]] if _WRAPPER not in ln]
+        raised = before or raised[:wrappers[-1] + 1]
     if raised:
-        real = [ln for ln in raised if _WRAPPER not in ln]
-        return (real or raised)[-1][:LINE_CHARS]
+        return raised[-1][:LINE_CHARS]
     return lines[-1][:LINE_CHARS] if lines else ""
 
 
