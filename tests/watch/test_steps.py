@@ -173,6 +173,8 @@ def test_crash_line_is_the_last_exception_line_else_the_last_line() -> None:
             "kernel() got an unexpected keyword argument 'SYNTHETIC_MODE'\n"
             "    raise RuntimeError(\nRuntimeError: Worker failed with error 'kernel() got "
             "...', please check the stack trace above for the root cause\n"
-            "(Worker pid=1) RuntimeError: Found no NVIDIA driver on your system.\n")
+            "(Worker pid=1) RuntimeError: Found no NVIDIA driver on your system.\n"
+            "RuntimeError: Worker failed with error 'kernel() ...', please check the stack "
+            "trace above for the root cause\n")
     assert crash_line(vllm) == ("TypeError: kernel() got an unexpected keyword argument "
                                 "'SYNTHETIC_MODE'")

@@ -152,9 +152,9 @@ def crash_line(text: str) -> str:
     raised = [ln for ln in lines if _EXCEPTION_LINE.match(ln)]
     wrappers = [i for i, ln in enumerate(raised) if _WRAPPER in ln]
     if wrappers:
-        # What follows the wrapper is the engine shutting down, not the failure.
-        before = [ln for ln in raised[:wrappers[-1]] if _WRAPPER not in ln]
-        raised = before or raised[:wrappers[-1] + 1]
+        # What follows the first wrapper is the engine shutting down (and the run's own
+        # error repeating the wrapper), not the failure.
+        raised = raised[:wrappers[0]] or raised[:1]
     if raised:
         return raised[-1][:LINE_CHARS]
     return lines[-1][:LINE_CHARS] if lines else ""
