@@ -178,3 +178,16 @@ def test_crash_line_is_the_last_exception_line_else_the_last_line() -> None:
             "trace above for the root cause\n")
     assert crash_line(vllm) == ("TypeError: kernel() got an unexpected keyword argument "
                                 "'SYNTHETIC_MODE'")
+
+
+def test_the_reporters_own_slower_figure_picks_the_comparison() -> None:
+    # The sample reports MTP at 1.53x under eager and 0.56x under graphs: when both are
+    # slower here, the watch follows the graph comparison the report is about.
+    plan = plan_at("0.32.0")
+    results = speeds(plan, {"spec + eager": 70.0, "no_spec + eager": 100.0,
+                            "spec + graph": 60.0, "no_spec + graph": 100.0})
+    findings = analyze(plan, results, request=request())
+    assert {r.comparison: round(r.reported, 2) for r in findings.against_report.ratios
+            if r.comparison.startswith("spec/")} == {"spec/no_spec @ eager": 1.53,
+                                                      "spec/no_spec @ graph": 0.56}
+    assert deciding_comparison(findings, "spec_slower_than_baseline") == GRAPH
