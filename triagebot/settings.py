@@ -120,12 +120,8 @@ class Settings(BaseSettings):
     bisect_commits_wait_s: float = Field(default=300.0, gt=0)
     silence_limit_s: float = Field(default=600.0, gt=0)
     escalate: bool = True
-    # `@triagebot watch`: the PEP 691 index releases are read from, the poll interval
-    # (jittered), beat's tick, and the tries a failed watch run gets.
-    watch_index: str = "https://pypi.org/simple"
-    watch_poll_s: float = Field(default=1800.0, gt=0)
-    watch_tick_s: float = Field(default=60.0, gt=0)
-    watch_max_attempts: int = Field(default=3, ge=1, le=20)
+    watch_index: str = "https://pypi.org/simple"  # `@triagebot watch`'s PEP 691 feeds
+    watch_poll_s: float = Field(default=1800.0, gt=0)  # jittered; beat looks 4x as often
 
     @field_validator("webhook_secrets", "allowed_repos", "gpu_kinds", mode="before")
     @classmethod

@@ -67,8 +67,7 @@ def service(fake_github: FakeGitHub, namespace: str,
             app_private_key=fake_github.private_key_pem, webhook_secrets=[SECRET],
             data_dir=tmp_path / "jobs", env_cache_dir=tmp_path / "envs", run_local=False,
             gpu_kinds=["h100"], default_gpu="h100", public_url="http://triagebot.test",
-            bisect_find_links=index, watch_index=feed.url, watch_poll_s=1.0,
-            watch_tick_s=0.5)
+            bisect_find_links=index, watch_index=feed.url, watch_poll_s=1.0)
         fake_github.add_issue(REPO, 42, "ngram slower than no speculation", REPORT,
                               author="reporter")
         fake_github.set_permission(REPO, "maint", "write")

@@ -53,10 +53,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             task_queues.PUBLISH: {"queue": task_queues.TRIAGE_QUEUE},
             task_queues.WATCH_POLL: {"queue": task_queues.TRIAGE_QUEUE},
         },
-        # `triagebot beat`: a tick looks whether a release feed poll is due (the poll
-        # itself keeps its jittered interval, however many beats tick).
+        # `triagebot beat`: a tick looks whether a release feed poll is due, 4 times per
+        # interval and at least once a minute (the poll keeps its jittered interval,
+        # however many beats tick).
         "beat_schedule": {"watch-poll": {"task": task_queues.WATCH_POLL,
-                                         "schedule": settings.watch_tick_s,
+                                         "schedule": min(60.0, settings.watch_poll_s / 4),
                                          "options": {"queue": task_queues.TRIAGE_QUEUE}}},
         # A publish that cannot reach Redis fails fast, so the ingress can answer 503.
         "task_publish_retry": False,

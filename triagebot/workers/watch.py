@@ -5,7 +5,7 @@ beat drives, and what a finished watch run tells each thread.
   and a reopened one resumes it (`thread_closed`). The watch copies from the report's
   job what its runs need: the parsed report, the repro command's words, the comparison
   that decided it (`watch.steps.deciding_comparison`) and the release it ran.
-- `poll` (Celery beat, `watch_tick_s`; it polls once per jittered `watch_poll_s`, however
+- `poll` (Celery beat, 4 times per `watch_poll_s`; it polls once per jittered interval, however
   many beats tick) reads each watched engine's PEP 691 feed with a conditional request,
   and for each active watch claims the oldest release newer than its last one (`SET NX`
   per thread and release: exactly once) and queues its run. One run per (repo, plan,
@@ -60,6 +60,9 @@ log = logging.getLogger(__name__)
 # the default) waiting on the same runner is served before any watch run.
 WATCH_PRIORITY = 9
 LABELS = {"fixed": "perf-watch: fixed", "back": "perf-watch: back"}
+# Tries a watch run gets (a run is lost with its worker, or fails) before its row stays
+# failed and the watch moves on to the next release.
+MAX_ATTEMPTS = 3
 
 
 def store_of(ctx: TriageContext) -> WatchStore:
@@ -187,7 +190,7 @@ def _advance(ctx: TriageContext, watches: WatchStore, rec: WatchRecord,
                  "are spent; the next release waits", rec.thread, cfg.runner_minutes_per_day)
         return 0
     done = {r.release for r in rec.rows if r.state != "inconclusive"
-            or rec.attempts.get(r.release, 0) >= ctx.settings.watch_max_attempts}
+            or rec.attempts.get(r.release, 0) >= MAX_ATTEMPTS}
     pending = [r for r in newer_than(releases, rec.last or "0") if r.version not in done]
     if not pending or not watches.claim(rec.thread, pending[0].version):
         return 0
@@ -263,7 +266,7 @@ def publish_run(ctx: TriageContext, job: JobRecord) -> None:
                   ran=not (reading.crash or reading.invalid))
             continue
         tries = watches.give_back(thread, spec.release, job.error or job.state)
-        left = ctx.settings.watch_max_attempts - tries
+        left = MAX_ATTEMPTS - tries
         again = (f"it runs again on the next poll ({left} tr{'y' if left == 1 else 'ies'} "
                  "left)" if left > 0 else "no tries are left")
         failed = Reading(release=spec.release, against=spec.against,
