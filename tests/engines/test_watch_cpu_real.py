@@ -22,7 +22,7 @@ from triagebot.run.watch_steps import StepContext, Watched, WatchSettings, watch
 pytestmark = pytest.mark.vllm_cpu
 
 SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "glm-ocr-mtp-graph.md"
-EAGER = "spec/no_spec @ eager"
+EAGER = "spec/no_spec"  # the only comparison of an eager-only plan
 
 
 def test_a_step_runs_both_releases_in_one_job_and_reads_their_change(tmp_path: Path) -> None:
