@@ -113,3 +113,23 @@ def test_a_different_a_a_pair_gets_another_round_of_its_two_cells(tmp_path: Path
 def test_the_pair_gets_no_round_past_the_most_runs_per_cell(tmp_path: Path) -> None:
     plan, results = _slowdown(0.8, max_runs=5)
     assert _escalated_cells(plan, results, tmp_path) == []
+
+
+def test_a_new_phase_counts_a_cells_runs_from_its_first_round(tmp_path: Path) -> None:
+    """A no-spec cell that spent its max_runs in the plan's rounds still runs beside an arm
+    added after them (rounds 4 on): the budget counts the runs of the current phase."""
+    plan, results = load_fixture("noisy_unknown")
+    comp = next(c for c in plan.comparisons if c.kind == "ratio")
+    [arm], [base] = comp.numerator, comp.denominator
+    rounds = {k: [] for k in results}
+    rounds[base] = [r.model_copy(update={"round": i})
+                    for i, r in enumerate([*results[base], *results[base], *results[base]])]
+    rounds[arm] = [r.model_copy(update={"round": 4 + i}) for i, r in enumerate(results[arm])]
+    plan = plan.model_copy(update={
+        "comparisons": [comp], "budget": plan.budget.model_copy(update={"max_runs": 20})})
+    walls = {c.cell_id: 1.0 for c in plan.cells}
+    session = _session(plan, rounds, tmp_path, time.monotonic(), ran=[], walls=walls)
+    session.round_index = 6
+    assert base not in {sl.cell_id for sl in escalation(session)}  # 30 runs made, of 20
+    session.phase_start = 4
+    assert {sl.cell_id for sl in escalation(session)} == {arm, base}

@@ -183,6 +183,7 @@ def _pinned_arms(s: Session) -> None:
     if s.pool is not None:
         keep = {c.cell_id for c in arms.cells}
         s.pool.close([cid for cid in s.results if cid not in keep])
+    s.phase_start = s.round_index
     run_rounds(s, slots, only={c.name for c in grown.comparisons if c not in plan.comparisons})
 
 

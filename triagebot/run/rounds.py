@@ -113,6 +113,9 @@ class Session:
     planned: int = 0
     done: int = 0
     round_index: int = 0
+    # The first round of the current phase: a cell's run budget (max_runs) counts the runs
+    # it made since then, so a cell that ran the plan's rounds still pairs with new arms.
+    phase_start: int = 0
     escalation: int = 0
     walls: dict[str, float] = field(default_factory=dict)  # each cell's last start
 
@@ -334,7 +337,8 @@ def escalation(s: Session, only: set[str] | None = None) -> list[Slot]:
         if comp is None or (only is not None and name not in only):
             continue
         for cell_id in (*comp.numerator, *comp.denominator):
-            have = sum(len(r.runs) for r in s.results[cell_id] if r.status == "ok")
+            have = sum(len(r.runs) for r in s.results[cell_id]
+                       if r.status == "ok" and (r.round or 0) >= s.phase_start)
             room = plan.budget.max_runs - have
             if room > 0:
                 needs[cell_id] = max(needs.get(cell_id, 0), min(more, room, per_round or more))
