@@ -220,9 +220,10 @@ def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: l
     except (ProvisionError, OSError, BisectError) as exc:
         return _skip(point, level, f"build/install failed: {str(exc)[:300]}", started)
     out = settings.out_dir / f"{level}{number:02d}-{point[:12]}"
+    # A step answers the bisect's predicate only: no pinned-acceptance arms after it.
     run_settings = RunSettings(out_dir=out, cache_dir=settings.cache_dir, local=False,
                                standins_dir=settings.standins_dir, wheels=settings.wheels,
-                               escalate=settings.escalate)
+                               escalate=settings.escalate, pinned=False)
 
     def progress(event: Event) -> None:
         if event.kind in ("provision", "engine", "done", "analyse"):
