@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from tests.plan.test_cpu_plan import plan_for
 from tests.report import load_fixture
 from triagebot.errors import PlanRejected
 from triagebot.model import Plan
@@ -116,3 +117,24 @@ def test_a_spec_cell_without_a_no_spec_partner_gets_one() -> None:
     assert by_name["pinned full/no_spec @ graph"].denominator == [base.cell_id]
     # It is the cell a plan with a spec axis would have had: the same id.
     assert base.cell_id in {c.cell_id for c in full.cells}
+
+
+def test_a_served_spec_cell_is_copied_to_the_offline_api_with_its_partner() -> None:
+    """On the cpu runner a served cell starts a server every round; its pinned arms, and
+    the cells they are set against, run through the offline API on live engines."""
+    plan = plan_for("003")  # EAGLE-3 served, graph against eager, on the cpu runner
+    spec = next(c for c in plan.cells if c.spec and not c.replica)
+    assert spec.workload.kind == "serve"
+    grown = add_arms(plan, [ArmRequest(spec_cell=spec.cell_id, mode="eager")], [full_pin(3)],
+                     offline=True)
+    added = [c for c in grown.cells if c not in plan.cells]
+    assert {c.workload.kind for c in added} == {"offline"}
+    assert {c.template for c in added} == {"vllm/offline.py.j2"}
+    copy = next(c for c in added if c.spec and not is_pinned(c))
+    assert copy.label == f"{spec.label} (offline)"
+    assert copy.env["VLLM_ENABLE_V1_MULTIPROCESSING"] == "0"  # in the script's process
+    base = next(c for c in added if c.spec is None)
+    assert base.label.endswith("(offline)")
+    by_name = {c.name: c for c in grown.comparisons}
+    assert by_name["added spec/no_spec @ eager"].numerator == [copy.cell_id]
+    assert by_name["pinned full/no_spec @ eager"].denominator == [base.cell_id]

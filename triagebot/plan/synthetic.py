@@ -23,6 +23,7 @@ from triagebot.engines import vllm as vllm_engine
 from triagebot.engines import vllm_catalog
 from triagebot.errors import PlanRejected
 from triagebot.model import Cell, Comparison, Plan, SpecParams
+from triagebot.plan import cpu
 from triagebot.plan.cells import cell_id
 
 PinName = Literal["full", "reported"]
@@ -31,6 +32,8 @@ PREFIX = "pinned "
 ADDED = "added "
 # How the run's notes about pinned arms begin, so the report shows them with the arms.
 NOTE = "Pinned-acceptance arms"
+# How the label of a cell's offline copy ends (`offline_copy`).
+OFFLINE = " (offline)"
 
 
 class Pin(BaseModel):
@@ -119,12 +122,14 @@ def why_not(plan: Plan) -> str | None:
     return vllm_catalog.synthetic_support(plan.engine_version or "")
 
 
-def add_arms(plan: Plan, requests: Sequence[ArmRequest], pins: Sequence[Pin]) -> Plan:
+def add_arms(plan: Plan, requests: Sequence[ArmRequest], pins: Sequence[Pin], *,
+             offline: bool = False) -> Plan:
     """`plan` with one pinned copy of each requested spec cell per pin, and a comparison
     of each against its no-spec cell. A request without a no-spec cell gets one (the spec
     cell without speculation) and a comparison of the spec cell against it, so that the
-    measured arm is set against the same baseline. Raises PlanRejected when the release
-    cannot pin acceptance."""
+    measured arm is set against the same baseline. With `offline`, every arm, the spec
+    cell it copies and its no-spec partner are driven through vLLM's offline API
+    (`offline_copy`). Raises PlanRejected when the release cannot pin acceptance."""
     why = why_not(plan)
     if why is not None:
         raise PlanRejected(why, field="spec.rejection_sample_method")
@@ -134,11 +139,11 @@ def add_arms(plan: Plan, requests: Sequence[ArmRequest], pins: Sequence[Pin]) ->
     have = {c.cell_id for c in cells}
     names = {c.name for c in comparisons}
 
-    def add(cell: Cell, comparison: Comparison) -> None:
+    def add(cell: Cell, comparison: Comparison | None = None) -> None:
         if cell.cell_id not in have:
             have.add(cell.cell_id)
             cells.append(cell)
-        if comparison.name not in names:
+        if comparison is not None and comparison.name not in names:
             names.add(comparison.name)
             comparisons.append(comparison)
 
@@ -149,6 +154,9 @@ def add_arms(plan: Plan, requests: Sequence[ArmRequest], pins: Sequence[Pin]) ->
         tag = f" ({spec_cell.varies.get('spec', spec_cell.spec.method)})" \
             if req.mode in crowded else ""
         base_id = req.base_cell
+        if offline:
+            spec_cell, base_id = offline_copy(spec_cell), None
+            add(spec_cell)
         if base_id is None:
             base = baseline_cell(spec_cell)
             base_id = base.cell_id
@@ -167,6 +175,23 @@ def add_arms(plan: Plan, requests: Sequence[ArmRequest], pins: Sequence[Pin]) ->
     return plan.model_copy(update={"cells": cells, "comparisons": comparisons})
 
 
+def offline_copy(cell: Cell) -> Cell:
+    """`cell` driven through vLLM's offline API (`LLM.generate`) on its prompts and
+    lengths, for the cpu runner: there such an engine starts once and serves every round,
+    where a served cell starts a server each round."""
+    workload = cell.workload.model_copy(update={
+        "kind": "offline", "api": "generate", "concurrency": None,
+        "num_prompts": min(cell.workload.num_prompts, cpu.CAPS["num_prompts"])})
+    draft = Cell.model_validate({
+        **cell.model_dump(), "workload": workload.model_dump(),
+        "template": vllm_engine.TEMPLATES["offline"], "engine_args": {},
+        "label": f"{cell.label[:80 - len(OFFLINE)]}{OFFLINE}"})
+    draft = draft.model_copy(update={"engine_args": vllm_engine.engine_args(draft),
+                                     "env": vllm_engine.engine_env(draft)})
+    done = Cell.model_validate(cpu.finish_cell(draft).model_dump())
+    return done.model_copy(update={"cell_id": cell_id(done)})
+
+
 def _modes_with_several(plan: Plan, requests: Sequence[ArmRequest]) -> set[str]:
     seen: dict[str, int] = {}
     for req in requests:
@@ -180,7 +205,8 @@ def baseline_cell(cell: Cell) -> Cell:
     mode = " + ".join(v for k_, v in cell.varies.items() if k_ != "spec")
     base = Cell.model_validate({
         **cell.model_dump(), "spec": None, "extra_speculative_config": {},
-        "engine_args": args, "label": "no_spec" + (f" + {mode}" if mode else ""),
+        "engine_args": args, "label": "no_spec" + (f" + {mode}" if mode else "")
+        + (OFFLINE if cell.label.endswith(OFFLINE) else ""),
         "varies": {**cell.varies, "spec": "no_spec"}, "replica": 0})
     return base.model_copy(update={"cell_id": cell_id(base)})
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,11 +25,12 @@ from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.plan.synthetic import NOTE, add_arms
 from triagebot.progress import Event, Pace
 from triagebot.render import RenderedScript, render_plan
-from triagebot.run import cell_envs, leftovers
+from triagebot.run import cell_envs, leftovers, vllm_cpu
 from triagebot.run.live import LIVE_TEMPLATES, LivePool
 from triagebot.run.provision import ProvisionedEnv, ProvisionError
 from triagebot.run.rounds import (
     DEFAULT_CACHE,
+    PARALLEL_STARTS,
     Progress,
     RunCancelled,
     RunSettings,
@@ -43,6 +45,9 @@ from triagebot.run.supervise import CellOutcome
 
 # The fewest runs a pinned arm starts with: two mirrored pairs of rounds on a live engine.
 MIN_PINNED_RUNS = 4
+# The pinned arms' own time allowance, as a share of the plan's time limit: a plan that
+# spent its limit answering the report's question still gets them.
+PINNED_TIME_SHARE = 1.0
 
 __all__ = ["DEFAULT_CACHE", "Execution", "RunCancelled", "RunSettings", "SlotStore",
            "execute", "load_results"]
@@ -123,7 +128,9 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
             return _finish(session.plan, request, results, outcomes, envs.first,
                            session.round_index, out, emit, started, settings)
         finally:
-            if pool is not None:
+            if session.pool is not None:  # the arms' pool, where they brought their own
+                session.pool.close_all()
+            if pool is not None and pool is not session.pool:
                 pool.close_all()
 
 
@@ -142,8 +149,12 @@ def _pinned_arms(s: Session) -> None:
         s.plan = _noted(plan, f"{NOTE} were called for, but {call}: the "
                               "step cost comes from the acceptance counters alone.")
         return
+    # Served cells on the cpu runner start a server every round: there the arms, and the
+    # cells they are set against, run through the offline API on live engines instead.
+    offline = (s.pool is None and settings.live and s.envs.has_vars
+               and vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind))
     try:
-        grown = add_arms(plan, call.requests, call.pins)
+        grown = add_arms(plan, call.requests, call.pins, offline=offline)
     except PlanRejected as exc:
         s.plan = _noted(plan, f"{NOTE} were called for ({call.reason}) "
                               f"but could not be planned: {exc}")
@@ -157,14 +168,18 @@ def _pinned_arms(s: Session) -> None:
     # Half the plan's runs to start with: a pinned arm is usually far from its partner,
     # and escalation adds rounds where the verdict needs them.
     runs = max(MIN_PINNED_RUNS, plan.budget.runs // 2)
+    pool = LivePool() if offline else s.pool
     slots = [sl.model_copy(update={"round": sl.round + s.round_index})
              for sl in initial_schedule(arms, runs=runs,
-                                        rounds=live_rounds(runs) if s.pool else 2)]
-    cost = time_left(s.pace, slots, s.pool)
-    if s.elapsed() + cost > plan.budget.time_limit_s:
+                                        rounds=live_rounds(runs) if pool else 2)]
+    limit = plan.budget.time_limit_s * PINNED_TIME_SHARE
+    # Offline copies start their engines two at a time, each priced at a start so far.
+    cost = (s.pace.left(math.ceil(len(arms.cells) / PARALLEL_STARTS), 0) if offline
+            else time_left(s.pace, slots, pool))
+    if cost > limit:
         s.plan = _noted(plan, f"{NOTE} were called for ({call.reason}) but "
-                              f"would take about {cost:.0f} s more, past the plan's time "
-                              "limit: the step cost comes from the acceptance counters.")
+                              f"would take about {cost:.0f} s, past their share of the plan's "
+                              "time limit: the step cost comes from the acceptance counters.")
         return
     note = (f"{NOTE} added after the first verdicts ({call.reason}): "
             + "; ".join(f"{p.name} acceptance from {p.source}" for p in call.pins) + ".")
@@ -183,7 +198,9 @@ def _pinned_arms(s: Session) -> None:
     if s.pool is not None:
         keep = {c.cell_id for c in arms.cells}
         s.pool.close([cid for cid in s.results if cid not in keep])
+    s.pool = pool
     s.phase_start = s.round_index
+    s.phase_began, s.phase_limit_s = time.monotonic(), limit
     run_rounds(s, slots, only={c.name for c in grown.comparisons if c not in plan.comparisons})
 
 

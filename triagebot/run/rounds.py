@@ -116,11 +116,21 @@ class Session:
     # The first round of the current phase: a cell's run budget (max_runs) counts the runs
     # it made since then, so a cell that ran the plan's rounds still pairs with new arms.
     phase_start: int = 0
+    # When the current phase began (monotonic): a phase of pinned arms has a time
+    # allowance of its own (`orchestrate.PINNED_TIME_SHARE`).
+    phase_began: float | None = None
+    phase_limit_s: float | None = None
     escalation: int = 0
     walls: dict[str, float] = field(default_factory=dict)  # each cell's last start
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
+
+    def over_time(self, more_s: float = 0.0) -> bool:
+        """Whether `more_s` seconds more would run past the current phase's time limit."""
+        if self.phase_began is None or self.phase_limit_s is None:
+            return self.elapsed() + more_s > self.plan.budget.time_limit_s
+        return time.monotonic() - self.phase_began + more_s > self.phase_limit_s
 
 
 def run_rounds(s: Session, slots: list[Slot], only: set[str] | None = None) -> None:
@@ -325,7 +335,7 @@ def escalation(s: Session, only: set[str] | None = None) -> list[Slot]:
     plan, settings = s.plan, s.settings
     if not settings.escalate:
         return []
-    if s.elapsed() > plan.budget.time_limit_s:
+    if s.over_time():
         return []
     findings = analyze(plan, s.results, request=s.request, margin=settings.margin,
                        negligible=settings.negligible)
@@ -344,7 +354,7 @@ def escalation(s: Session, only: set[str] | None = None) -> list[Slot]:
                 needs[cell_id] = max(needs.get(cell_id, 0), min(more, room, per_round or more))
     slots = mirror_round(plan, s.round_index, needs, before=last_round(s.ran),
                          turn=balanced_turn(s.ran))
-    if s.elapsed() + sum(s.walls.get(sl.cell_id, 0.0) for sl in slots) > plan.budget.time_limit_s:
+    if s.over_time(sum(s.walls.get(sl.cell_id, 0.0) for sl in slots)):
         return []
     return slots
 
