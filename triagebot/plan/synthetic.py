@@ -199,10 +199,15 @@ def _modes_with_several(plan: Plan, requests: Sequence[ArmRequest]) -> set[str]:
     return {mode for mode, n in seen.items() if n > 1}
 
 
+def _mode_label(cell: Cell) -> str:
+    """What a cell's label says besides its speculation, e.g. "graph"."""
+    return " + ".join(v for k, v in cell.varies.items() if k != "spec")
+
+
 def baseline_cell(cell: Cell) -> Cell:
     """`cell` without speculation: the no-spec partner a plan of spec cells lacks."""
     args = {k: v for k, v in cell.engine_args.items() if k != "speculative_config"}
-    mode = " + ".join(v for k_, v in cell.varies.items() if k_ != "spec")
+    mode = _mode_label(cell)
     base = Cell.model_validate({
         **cell.model_dump(), "spec": None, "extra_speculative_config": {},
         "engine_args": args, "label": "no_spec" + (f" + {mode}" if mode else "")
@@ -224,7 +229,7 @@ def pinned_cell(cell: Cell, pin: Pin, version: str) -> Cell:
     pinned = cell.model_copy(update={"spec": spec})
     args = dict(cell.engine_args)
     args["speculative_config"] = vllm_engine.speculative_config(pinned, version)
-    mode = " + ".join(v for k_, v in cell.varies.items() if k_ != "spec")
+    mode = _mode_label(cell)
     label = f"pinned {pin.name} {1.0 + sum(rates):.2f}" + (f" + {mode}" if mode else "")
     varies = {**cell.varies, "spec": f"pinned {pin.name}"}
     pinned = Cell.model_validate({**pinned.model_dump(), "engine_args": args,
