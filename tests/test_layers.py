@@ -28,6 +28,7 @@ PURE = (
     "triagebot.analyze",
     "triagebot.report",
     "triagebot.watch",
+    "triagebot.sentinel.models",
     "triagebot.engines",
     "triagebot.commands",
     "triagebot.decisions",
@@ -101,7 +102,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bisect",),                                                # good..bad -> where it flips
     ("jobs", "links"),                                          # job records; their links
     ("run", "report"),                                          # scripts run; the report
-    ("analyze", "plan", "render", "watch"),                     # findings; cells; scripts
+    ("analyze", "plan", "render", "watch", "sentinel"),         # findings; cells; scripts
     ("parse", "engines", "commands", "repo_config", "github"),  # readers of what comes in
     ("overrides",),                                             # key=value options
     ("model", "frozen", "errors", "settings", "templating",     # contracts everyone shares,
