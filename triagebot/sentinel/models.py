@@ -14,9 +14,11 @@ from pydantic import Field
 
 from triagebot.analyze.verdict_words import Verdict
 from triagebot.frozen import Frozen
+from triagebot.repo_config import SentinelMethod, SentinelMode
 
-Method = Literal["ngram", "draft_model", "eagle", "eagle3", "mtp"]
-Mode = Literal["eager", "graph"]
+# The same names `[sentinel]` reads, so a case the config takes is a case the models take.
+Method = SentinelMethod
+Mode = SentinelMode
 CaseStatus = Literal["ok", "crashed", "refused", "inconclusive"]
 FlagKind = Literal["stopped_paying", "speedup_fell", "acceptance_fell", "outputs_diverged",
                    "crashed", "refused", "drift"]
