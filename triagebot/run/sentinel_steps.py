@@ -73,8 +73,8 @@ def run_case(ctx: SentinelContext, case: SentinelCase, release: str, previous: s
         new = plan_at(step, release)
         names = mode_comparisons(new, case)
     except PlanRejected as exc:
-        reading = refused(exc, release, previous)
-        return failed("refused", reading.invalid or reading.crash)
+        reading = refused(exc, release, previous)  # names a key the release no longer takes
+        return failed("refused", reading.invalid or str(exc))
     old = None
     if previous is not None:
         try:
