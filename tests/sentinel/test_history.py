@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import uuid
 from collections.abc import Iterator
@@ -120,8 +119,6 @@ def test_the_same_schema_runs_on_a_real_postgresql_server(postgres: str) -> None
     history.close()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("triagebot.sentinel.changepoint") is None,
-                    reason="sentinel.changepoint is not on this branch yet")
 def test_a_slow_drift_is_a_change_point_and_a_drift_flag(tmp_path: Path) -> None:
     history = History(default_url(tmp_path))
     releases = [f"0.{20 + i}.0" for i in range(8)]

@@ -10,7 +10,6 @@ points that catch a drift no single A/B resolves (`sentinel.changepoint`).
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 
 from triagebot.engines.vllm_catalog import UnknownRelease, version_key
+from triagebot.sentinel.changepoint import ChangePoint, change_points
 from triagebot.sentinel.flags import Z95
 from triagebot.sentinel.models import METRICS, CaseFigures, Flag, ModeFigures
 
@@ -231,19 +231,13 @@ class History:
                 FLAGS.c.not_regression.is_(True))).scalar() or 0
         return int(raised), int(marked)
 
-    def change_points(self, case_id: str, mode: str, metric: str) -> list[Any]:
-        """The change points of a series (`sentinel.changepoint.change_points`), each
-        `index` into `series`; [] while that module is absent."""
-        try:
-            detect = importlib.import_module("triagebot.sentinel.changepoint")
-        except ModuleNotFoundError:
-            return []
+    def change_points(self, case_id: str, mode: str, metric: str) -> list[ChangePoint]:
+        """The change points of a series (`sentinel.changepoint`), each `index` into
+        `series`, each point weighted by its standard error (`noise`)."""
         points = self.series(case_id, mode, metric)
         if len(points) < 2:
             return []
-        noise = self.noise(case_id, mode, metric)
-        found: list[Any] = detect.change_points([v for _, v in points], noise)
-        return found
+        return change_points([v for _, v in points], self.noise(case_id, mode, metric))
 
     def drift_flags(self, case_id: str, modes: Sequence[str] = ("eager", "graph"),
                     metrics: Sequence[str] = ("spec_ratio", "acceptance_rate")) -> list[Flag]:
@@ -255,13 +249,20 @@ class History:
                 points = self.series(case_id, mode, metric)
                 for change in self.change_points(case_id, mode, metric):
                     release = points[change.index][0]
-                    before = points[change.index - 1][0] if change.index > 0 else None
+                    before: str | None
+                    if change.kind == "drift":  # called at the last point, over the series
+                        before = points[0][0]
+                        words = (f"{metric} under {mode} drifted from {change.before:.3g} at "
+                                 f"{before} to {change.after:.3g} at {release}")
+                    else:
+                        before = points[change.index - 1][0] if change.index > 0 else None
+                        words = (f"{metric} under {mode} stepped from {change.before:.3g} "
+                                 f"to {change.after:.3g} at {release}")
+                    p = f", p {change.p_value:.2g}" if change.p_value is not None else ""
                     out.append(Flag.model_validate({
                         "case_id": case_id, "release": release, "previous": before,
                         "kind": "drift", "mode": mode,
-                        "reason": f"{metric} under {mode} changed from {change.before:.3g} to "
-                                  f"{change.after:.3g} at {release} (a {change.kind} across "
-                                  f"{len(points)} releases)"}))
+                        "reason": f"{words} ({len(points)} releases{p})"}))
         return sorted(out, key=lambda f: release_order(f.release))
 
 
