@@ -24,9 +24,10 @@ from triagebot.render import RenderError, render_plan
 from triagebot.run.provision import ProvisionError
 from triagebot.run.watch_steps import StepContext, WatchSettings, execute_step, plan_at, read_logs
 from triagebot.sentinel.cases import overrides, skip_reason
-from triagebot.sentinel.flags import flags_for
+from triagebot.sentinel.flags import flags_for, percent, ratio_words
 from triagebot.sentinel.models import CaseFigures, Flag, SentinelCase
 from triagebot.sentinel.reading import mode_comparisons, read_case
+from triagebot.sentinel.table import OUTPUT_WORDS
 from triagebot.watch.steps import refused, step_plan
 
 Log = Callable[[str], None]
@@ -96,6 +97,18 @@ def run_case(ctx: SentinelContext, case: SentinelCase, release: str, previous: s
                      previous)
 
 
+def summary(figures: CaseFigures, flags: Sequence[Flag]) -> list[str]:
+    """One line per mode (or the engine's line) and per flag, for the progress log."""
+    if figures.status != "ok":
+        return [figures.error_line or figures.status]
+    lines = [f"{m.mode}: spec/no-spec {ratio_words(m.spec_ratio, m.spec_ci, m.verdict)}, "
+             f"vs previous {ratio_words(m.ratio_of_ratios, m.ror_ci, m.ror_verdict)}, "
+             f"acceptance {percent(m.acceptance_rate, m.acceptance_ci)}, outputs "
+             f"{OUTPUT_WORDS[m.outputs_equal]}"
+             for m in figures.modes]
+    return lines + [f"flag: {f.reason}" for f in flags]
+
+
 def sentinel_releases(ctx: SentinelContext, cases: Sequence[SentinelCase],
                       releases: Sequence[str], *, log: Log = print,
                       on_figures: Callable[[CaseFigures, list[Flag]], None] | None = None,
@@ -131,6 +144,8 @@ def sentinel_releases(ctx: SentinelContext, cases: Sequence[SentinelCase],
             if figures.status in ("ok", "inconclusive"):
                 last[case.case_id] = release
             log(f"{case.case_id} {release}: {figures.status}, {len(flags)} flag(s)")
+            for line in summary(figures, flags):
+                log(f"  {line}")
             current.figures.append(figures)
             current.flags.extend(flags)
             if on_figures is not None:

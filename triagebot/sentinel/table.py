@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from triagebot.sentinel.flags import percent, ratio_words
 from triagebot.sentinel.models import CaseFigures, Flag, ModeFigures
 
+# Greedy output equality, spec vs no-spec, in words.
+OUTPUT_WORDS: dict[bool | None, str] = {True: "equal", False: "differ", None: "-"}
 HEADER = ("| case | mode | spec/no-spec [CI] | vs previous [CI] | acceptance [CI] | "
           "outputs | verdict |\n|---|---|---|---|---|---|---|\n")
 
@@ -35,7 +37,8 @@ def _mode_row(case: CaseFigures, mode: ModeFigures, versus: str,
     mine = [f.kind for f in flags if f.case_id == case.case_id and f.mode == mode.mode
             and f.release == case.release]
     verdict = ", ".join(k.replace("_", " ") for k in mine) if mine else "ok"
-    outputs = {True: "equal", False: "**differ**", None: "-"}[mode.outputs_equal]
+    outputs = OUTPUT_WORDS[mode.outputs_equal]
+    outputs = f"**{outputs}**" if mode.outputs_equal is False else outputs
     return (f"| {case.case_id}{versus} | {mode.mode} | "
             f"{ratio_words(mode.spec_ratio, mode.spec_ci, mode.verdict)} | "
             f"{ratio_words(mode.ratio_of_ratios, mode.ror_ci, mode.ror_verdict)} | "
