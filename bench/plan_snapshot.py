@@ -21,7 +21,12 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from triagebot.cli import app
+ROOT = Path(__file__).resolve().parents[1]
+# This checkout's triagebot, not the one the virtual environment was installed from.
+sys.path.insert(0, str(ROOT))
+
+import triagebot  # noqa: E402
+from triagebot.cli import app  # noqa: E402
 
 # The plan variants: the runner kinds the planner's profiles choose between.
 VARIANTS = {
@@ -80,6 +85,7 @@ def main() -> int:
     parser.add_argument("--shared", type=Path, default=Path("../shared"))
     parser.add_argument("--against", type=Path, help="a folder captured before; compare")
     args = parser.parse_args()
+    print(f"triagebot from {Path(triagebot.__file__).parent}")
     print(f"{capture(args.out, args.shared)} outputs in {args.out}")
     return compare(args.against, args.out) if args.against else 0
 
