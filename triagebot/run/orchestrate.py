@@ -25,7 +25,7 @@ from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.plan.synthetic import NOTE, add_arms
 from triagebot.progress import Event, Pace
 from triagebot.render import RenderedScript, render_plan
-from triagebot.run import cell_envs, leftovers, vllm_cpu
+from triagebot.run import cell_envs, leftovers
 from triagebot.run.live import LIVE_TEMPLATES, LivePool
 from triagebot.run.provision import ProvisionedEnv, ProvisionError
 from triagebot.run.rounds import (
@@ -40,6 +40,7 @@ from triagebot.run.rounds import (
     run_rounds,
     time_left,
 )
+from triagebot.run.runners import run_profile
 from triagebot.run.schedule import initial_schedule
 from triagebot.run.supervise import CellOutcome
 
@@ -152,7 +153,7 @@ def _pinned_arms(s: Session) -> None:
     # Served cells on the cpu runner start a server every round: there the arms, and the
     # cells they are set against, run through the offline API on live engines instead.
     offline = (s.pool is None and settings.live and s.envs.has_vars
-               and vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind))
+               and run_profile(plan).offline_arms)
     try:
         grown = add_arms(plan, call.requests, call.pins, offline=offline)
     except PlanRejected as exc:
