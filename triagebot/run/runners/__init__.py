@@ -22,7 +22,7 @@ from triagebot.run.runners.base import RunProfile
 def profile_named(kind: str) -> RunProfile:
     module = f"{__name__}.{kind.replace('-', '_')}"
     if importlib.util.find_spec(module) is None:
-        return RunProfile()
+        return RunProfile(kind)
     profile = getattr(importlib.import_module(module), "PROFILE", None)
     if not isinstance(profile, RunProfile):
         raise TypeError(f"{module} defines no PROFILE (a RunProfile)")

@@ -60,6 +60,10 @@ class RunProfile:
     # as broken rather than as a failed run.
     installs_before_watch = True
 
+    def __init__(self, kind: str | None = None) -> None:
+        if kind is not None:  # a kind that runs as the base does, under its own name
+            self.kind = kind
+
     def prepare(self, job: Preparing) -> CellEnv:
         """The release's environment (stand-ins built and linked where the plan names
         them), or ProvisionError."""
