@@ -320,7 +320,7 @@ OVER_THE_CAP = {
     "analyze/looks.py:judge", "analyze/stats.py:interaction",
     "analyze/synthetic.py:_verdict_sentence", "analyze/verdict.py:evaluate",
     "bisect/runner.py:run_step", "bisect/runner.py:bisect", "bisect/runner.py:__init__",
-    "decisions/replies.py:acknowledgement", "run/supervise.py:run_script",
+    "decisions/replies.py:acknowledgement",
 }
 MAX_PARAMETERS = 8
 

@@ -32,7 +32,7 @@ from triagebot.run.cell_envs import CellEnvs
 from triagebot.run.live import KeepWarm, LivePool, LiveScript
 from triagebot.run.runners import run_profile
 from triagebot.run.schedule import Slot, balanced_turn, last_round, mirror_round
-from triagebot.run.supervise import CellOutcome, run_script
+from triagebot.run.supervise import CellOutcome, Limits, ScriptPaths, run_script
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "envs"
 LIVE_RUNS_PER_ROUND = 2
@@ -222,10 +222,10 @@ def _run_slot(s: Session, slot: Slot) -> CellOutcome:
             s.paths[slot.cell_id],
             python=ready.env.python,
             env={**cell.env, **ready.vars, **dirs, "TRIAGEBOT_RUNS": str(slot.runs)},
-            result_path=s.settings.out_dir / "results" / f"{name}.json",
-            log_path=s.settings.out_dir / "logs" / f"{name}.log",
-            wall_limit_s=plan.budget.cell_time_limit_s,
-            silence_limit_s=s.settings.silence_limit_s,
+            paths=ScriptPaths(result_path=s.settings.out_dir / "results" / f"{name}.json",
+                              log_path=s.settings.out_dir / "logs" / f"{name}.log"),
+            limits=Limits(wall_limit_s=plan.budget.cell_time_limit_s,
+                          silence_limit_s=s.settings.silence_limit_s),
             cwd=s.settings.out_dir,
             stop=s.stop,
         )
