@@ -27,6 +27,7 @@ from triagebot.analyze.looks import DESIGN_EFFECT, DESIGN_POWER
 from triagebot.model import Plan
 from triagebot.plan.synthetic import NOTE
 from triagebot.render import RenderedScript
+from triagebot.report import first_screen
 from triagebot.report import markdown as md
 from triagebot.report.step_chart import step_chart
 from triagebot.templating import strict_environment
@@ -192,9 +193,10 @@ def _metric_lines(findings: Findings) -> list[Md]:
                f"CV {min(cpu):.1%}-{max(cpu):.1%} per cell, against wall-clock's "
                f"{min(wall):.1%}-{max(wall):.1%}. CPU time leaves out the moments a "
                "neighbour held the core, but not a slower core: on a shared virtual machine "
-               "the speed of the core itself drifts (bench/cpu_noise.py times fixed work "
-               "beside the engines), and there CPU time was no steadier than wall-clock "
-               "time, so the verdicts keep wall-clock time.", 700)]
+               "the speed of the core itself drifts (fixed work timed beside the engines "
+               "shows it; the runner's page, linked above, says how), and there CPU time "
+               "was no steadier than wall-clock time, so the verdicts keep wall-clock time.",
+               700)]
 
 
 def _chart(findings: Findings) -> Md:
@@ -385,26 +387,39 @@ def _runs_footer(findings: Findings) -> Md:
     return Md(f"runs per cell: {span} (each number above states the runs it rests on)")
 
 
-def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], command: str,
+def _first_screen(plan: Plan, findings: Findings, docs_url: str) -> dict[str, Any]:
+    # Built by `first_screen`: every piece of outside text in them went through `md`.
+    return {"deciding": Md(first_screen.deciding_line(findings)),
+            "acceptance": Md(first_screen.acceptance_line(findings)),
+            "unanswered": [Md(line) for line in
+                           first_screen.unanswered_lines(plan, findings, docs_url)]}
+
+
+@dataclass
+class ReportInputs:
+    """What one rendering prints besides the findings: the scripts and the command that
+    reproduce it, and where the deployment publishes the docs (empty: not published)."""
+
+    scripts: Sequence[RenderedScript]
+    command: str
+    docs_url: str
+
+
+def _view(plan: Plan, findings: Findings, inputs: ReportInputs,
           limits: Limits) -> dict[str, Any]:
     word = outcome_word(findings.outcome)
     rest = findings.headline.split(":", 1)[1].strip() if ":" in findings.headline \
         else findings.headline
-    pairs = {c.name for c in findings.comparisons if c.kind == "noise"}
-    more = [_t(f"{name}: {n} more runs per arm " + ("would show whether the pair agrees"
-                                                    if name in pairs else
-                                                    "would reach the next look"))
-            for name, n in findings.needs_more_runs.items()]
     return {
         "verdict": Md(word),
         "headline": _t(rest, 2000),
         "question": _t(findings.question, 600),
         "reason": _t(findings.outcome_reason, 800),
+        "first": _first_screen(plan, findings, inputs.docs_url),
         "never_engaged": [_t(e.sentence, 600) for e in findings.never_engaged],
         "cells": _cell_rows(findings),
         "comparisons": _comparison_rows(findings),
         "method": _method_lines(findings),
-        "needs_more": more,
         "chart": _chart(findings),
         "graphs": _graph_lines(findings),
         "step_splits": _step_split_views(findings),
@@ -413,8 +428,10 @@ def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], com
         "why": _why_view(findings),
         "hints": _hint_views(findings, limits),
         "against": _against(findings),
-        "notes": [_t(n, 600) for n in findings.notes],
-        "repro": _scripts(scripts, command, limits),
+        # The runner's own limits are on the first screen; the other notes stay here.
+        "notes": [_t(n, 600) for n in findings.notes
+                  if not n.startswith(first_screen.CANNOT_NOTE)],
+        "repro": _scripts(inputs.scripts, inputs.command, limits),
         "footer": Md(
             f"triagebot · {md.inline(findings.engine)} "
             f"{md.inline(findings.engine_version or 'unknown version')} · plan "
@@ -423,10 +440,9 @@ def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], com
     }
 
 
-def _render(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], command: str,
-            limits: Limits) -> str:
+def _render(plan: Plan, findings: Findings, inputs: ReportInputs, limits: Limits) -> str:
     template = _environment().get_template("report.md.j2")
-    return template.render(**_view(plan, findings, scripts, command, limits))
+    return template.render(**_view(plan, findings, inputs, limits))
 
 
 def shortened_note(what: str) -> str:
@@ -453,13 +469,17 @@ def render_report(
     *,
     scripts: Sequence[RenderedScript] = (),
     command: str = "",
+    docs_url: str = "",
 ) -> str:
-    """The report comment for `findings`, always shorter than 65,536 characters."""
+    """The report comment for `findings`, always shorter than 65,536 characters.
+    `docs_url` is where the deployment publishes triagebot's docs: the first screen links
+    the runner's page there (empty: it names the page)."""
+    inputs = ReportInputs(scripts=scripts, command=command, docs_url=docs_url)
     text = ""
     for limits, what in _attempts():
         if what:
             limits.details_note = shortened_note(what)
-        text = _render(plan, findings, scripts, command, limits)
+        text = _render(plan, findings, inputs, limits)
         if len(text) <= TARGET_CHARS:
             return text
     return md.cut(text, TARGET_CHARS,
