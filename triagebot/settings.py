@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     # Only these OWNER/NAME repositories are served; empty means every installation.
     allowed_repos: Annotated[list[str], NoDecode] = Field(default_factory=list)
     public_url: str = "http://127.0.0.1:8000"
+    # Where this deployment publishes triagebot's docs site (`mkdocs build`): a report's
+    # first screen links its runner's page there. Empty: the report names the page.
+    docs_url: str = ""
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
 

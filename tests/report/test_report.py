@@ -79,6 +79,17 @@ def test_the_first_screen_answers_and_the_rest_is_collapsed(name: str) -> None:
     assert text == report_for(name, scripts=name in ("reproduced_slowdown", "cpu_demo"))
 
 
+def test_the_layout_check_refuses_a_long_first_screen_or_an_open_section() -> None:
+    text = (GOLDEN / "reproduced_slowdown.md").read_text(encoding="utf-8")
+    opened = text.replace("<details><summary>Cells</summary>", "### Cells", 1)
+    with pytest.raises(AssertionError):
+        assert_layout(opened)
+    long = text.replace("\n\n<details>", "\n" + "- a line\n" * 20 + "\n<details>", 1)
+    with pytest.raises(AssertionError, match="first screen"):
+        assert_layout(long)
+    assert rendered_lines("| a | b |\n|---|---|\n\n" + "x" * 250 + "\n<!-- marker -->") == 5
+
+
 def test_the_demos_first_screen_says_what_the_cpu_runner_cannot_answer() -> None:
     head = first_screen(report_for("cpu_demo"))
     assert rendered_lines(head) <= 25
