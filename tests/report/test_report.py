@@ -102,6 +102,15 @@ def test_the_demos_first_screen_says_what_the_cpu_runner_cannot_answer() -> None
     assert "“The cpu runner: vLLM's CPU build” in triagebot's docs" in head
 
 
+def test_the_readmes_excerpt_is_the_demos_first_screen() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    excerpt = readme.split("## What a report says", 1)[1].split("```text\n", 1)[1]
+    words = " ".join(excerpt.split("```", 1)[0].replace("> ", " ").split())
+    head = " ".join(first_screen(report_for("cpu_demo")).replace("\\", "").replace(
+        "**", "").replace("> ", " ").replace("“", '"').replace("”", '"').split())
+    assert words == head
+
+
 def test_the_runners_page_is_linked_where_the_docs_are_published() -> None:
     head = first_screen(report_for("cpu_demo", docs_url="https://docs.example/triagebot/"))
     assert ("[The cpu runner: vLLM's CPU build]"

@@ -190,8 +190,10 @@ def analyze(
     claims = key_claims(request, comparisons, against)
     signal = decision_signal(request, measured, comparisons, claims, plan, engaged)
     conclusion = conclude(plan, measured, why, signal, engaged, comparisons)
-    main = [c.name for c in comparisons if c.main]
-    key = next((c.comparison for c in claims if c.comparison in main), main[0] if main else "")
+    # The comparison the headline leads with: the reporter's key claim, else the first main.
+    asked = [c.name for c in comparisons if c.main]
+    key = next((c.comparison for c in claims if c.comparison in asked),
+               asked[0] if asked else "")
     notes = list(plan.notes) + _run_notes(plan, results) + mtp_notes(plan, results)
     if band.source == "default":
         notes.append(f"A/A pair: {band.note}")
