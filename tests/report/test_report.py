@@ -12,7 +12,7 @@ from tests.report.layout import assert_layout, first_screen, rendered_lines, sec
 from triagebot.analyze.findings import analyze
 from triagebot.model import ReportedMetrics, RunResult
 from triagebot.render import RenderedScript, render_cell
-from triagebot.report import MAX_CHARS, Md, UnsafeReportValue, _finalize, render_report
+from triagebot.report import MAX_CHARS, Md, UnsafeReportValue, finalize, render_report
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 COMMAND = "triagebot repro ../shared/seeds/000_cbee03676dbc1509.txt --engine vllm"
@@ -247,11 +247,11 @@ def test_hostile_text_is_neutralised() -> None:
 
 
 def test_template_refuses_unescaped_values() -> None:
-    assert _finalize(Md("ok")) == "ok"
+    assert finalize(Md("ok")) == "ok"
     with pytest.raises(UnsafeReportValue):
-        _finalize("<b>raw</b>")
+        finalize("<b>raw</b>")
     with pytest.raises(UnsafeReportValue):
-        _finalize(3)
+        finalize(3)
 
 
 def test_runs_with_cpu_time_get_a_cpu_summary_and_the_report_names_the_verdicts_metric(
