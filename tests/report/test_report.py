@@ -138,15 +138,7 @@ def _words_outside_code(text: str) -> str:
     return split_fences(text)[0].replace("\\_", "_")
 
 
-# The cpu runner's noise note comes from plan/cpu.py, which the runner-profile work owns;
-# strict, so this fails the day that note stops naming the script, and is removed then.
-_PLAN_NOTE_NAMES_A_SCRIPT = pytest.mark.xfail(
-    strict=True, reason="plan/cpu.py's noise note still names bench/cpu_noise.py")
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=_PLAN_NOTE_NAMES_A_SCRIPT) if n == "cpu_demo" else n
-    for n in SCENARIOS])
+@pytest.mark.parametrize("name", SCENARIOS)
 def test_no_report_text_names_our_scripts_or_files(name: str) -> None:
     text = (GOLDEN / f"{name}.md").read_text(encoding="utf-8")
     prose = _words_outside_code(text)

@@ -467,7 +467,7 @@ def notes(choices: defaults.Choices, graph_axis: bool, max_runs: int, *,
                      "(torch.compile with inductor, no enforce_eager) against eager, which "
                      "tests the compiled path but not graph capture")
     choices.note(f"tok/s on this shared runner varies about {RUN_CV:.0%} run to run "
-                 f"(bench/cpu_noise.py), so within {max_runs} runs per arm only throughput "
+                 f"(measured on this runner), so within {max_runs} runs per arm only throughput "
                  f"changes of about {resolvable_change(RUN_CV, max_runs):.0%} or more are "
                  "resolved, and SAME within a few percent is out of reach: a throughput "
                  "verdict here is UNKNOWN unless the change is large")
