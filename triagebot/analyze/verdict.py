@@ -2,9 +2,9 @@
 
 The quantity is theta = log(geometric mean of A / geometric mean of B) of per-run
 throughput, estimated with rounds as blocks (`blocks.fit`), with standard error se on df
-degrees of freedom, and T = theta / se. README's "Statistics" section states the design
-and the figures that back it, each measured in `bench/` (`stats_power.py`,
-`pooled_noise.py`, `runner_sim.py`); this docstring says only what the code does and why.
+degrees of freedom, and T = theta / se. docs/statistics.md states the design and links
+the measurements that back it (in `bench/results/`); this docstring says only what the
+code does and why.
 
 **Error budget**, held over every look however many there are: DIFFERENT when nothing
 changed at most `alpha`, two-sided; SAME when the true ratio is outside the margin at
@@ -45,7 +45,7 @@ difference is called DIFFERENT whenever it is detected before SAME is. A repo ca
 `[verdict] negligible_pct` (below `margin_pct`): T then measures the distance from the
 band, T = sign(theta)·max(|theta| - log(1 + negligible), 0) / se, testing
 H0: |log ratio| <= log(1 + negligible), at the price of power; the default keeps the band
-at 0 because no setting keeps both (README, "Statistics").
+at 0 because no setting keeps both (docs/statistics.md).
 
 **Whose noise.** se comes from the pair's own runs. Pooling the noise over every cell of
 the plan was measured and not adopted: it lets too much through when one cell of the pair
