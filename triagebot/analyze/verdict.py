@@ -206,28 +206,30 @@ def evaluate(
                                 reason=f"too few runs to estimate the noise (df={df:.0f})"
                                 + dropped), True
     verdict = VERDICTS[int(seen.codes[0])]
-    tt, cc, ee = float(seen.t_stat[0]), float(seen.different_t[0]), float(seen.same_t[0])
+    t_stat = float(seen.t_stat[0])
+    different_bound, same_bound = float(seen.different_t[0]), float(seen.same_t[0])
     target, closed = int(seen.target[0]), bool(seen.closed[0])
-    lo, hi = math.exp(theta - ee * se), math.exp(theta + ee * se)
-    p = float(2.0 * student_t.sf(abs(tt), df))
-    look_alpha = float(2.0 * student_t.sf(cc, df)) if math.isfinite(cc) else 0.0
+    lo, hi = math.exp(theta - same_bound * se), math.exp(theta + same_bound * se)
+    p = float(2.0 * student_t.sf(abs(t_stat), df))
+    look_alpha = (float(2.0 * student_t.sf(different_bound, df))
+                  if math.isfinite(different_bound) else 0.0)
     where = f"look {look + 1} of {len(schedule)}"
     interval = f"[{lo:.3f}, {hi:.3f}]"
     inside = f"±{margin:.0%}"
     if verdict == "SAME":
-        real = (f"; the {math.expm1(theta):+.1%} difference is real (|T|={abs(tt):.1f}) "
-                "but inside the margin" if abs(tt) >= cc else "")
+        real = (f"; the {math.expm1(theta):+.1%} difference is real (|T|={abs(t_stat):.1f}) "
+                "but inside the margin" if abs(t_stat) >= different_bound else "")
         reason = f"{interval} lies inside {inside} at {where}{real}"
     elif verdict == "DIFFERENT":
         beyond = f" beyond the ±{negligible:.1%} negligible band" if negligible > 0 else ""
-        reason = (f"|T|={abs(tt):.1f}{beyond} ≥ {cc:.2f} at {where} "
+        reason = (f"|T|={abs(t_stat):.1f}{beyond} ≥ {different_bound:.2f} at {where} "
                   f"(p={p:.2g} ≤ {look_alpha:.2g})")
     elif before:
         reason = (f"{interval} crosses the {inside} margin, and the DIFFERENT test spent "
                   f"its error by an earlier look (target {target} runs per arm)")
     else:
-        reason = (f"{interval} crosses the {inside} margin and |T|={abs(tt):.1f} is below "
-                  f"{cc:.2f} at {where}")
+        reason = (f"{interval} crosses the {inside} margin and |T|={abs(t_stat):.1f} is below "
+                  f"{different_bound:.2f} at {where}")
     futile = bool(seen.futile[0])
     if futile and look < len(schedule) - 1:
         reason += (f"; the estimate ({math.expm1(theta):+.1%}) lies outside the margin and "
@@ -238,13 +240,13 @@ def evaluate(
         ratio=math.exp(theta),
         ci_low=lo,
         ci_high=hi,
-        ci_level=max(0.0, 1.0 - 2.0 * float(student_t.sf(ee, df))),
+        ci_level=max(0.0, 1.0 - 2.0 * float(student_t.sf(same_bound, df))),
         p_value=p,
         p_method="t on log throughput, rounds as blocks",
         alpha=look_alpha,
-        t_stat=tt,
-        different_bound=cc if math.isfinite(cc) else None,
-        same_bound=ee,
+        t_stat=t_stat,
+        different_bound=different_bound if math.isfinite(different_bound) else None,
+        same_bound=same_bound,
         df=df,
         rounds=fit.rounds,
         run_cv=math.expm1(float(fit.sigma[0])),
