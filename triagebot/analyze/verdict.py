@@ -78,13 +78,14 @@ from triagebot.analyze.looks import DEFAULT_ALPHA as DEFAULT_ALPHA
 from triagebot.analyze.looks import DEFAULT_MARGIN as DEFAULT_MARGIN
 from triagebot.analyze.looks import DEFAULT_NEGLIGIBLE as DEFAULT_NEGLIGIBLE
 from triagebot.analyze.looks import (
+    DEFAULT_RULE,
     DIFFERENT,
     MIN_RUNS,
     RUN_STEP,
     SAME,
-    SAME_ALPHA,
     UNKNOWN,
     Look,
+    Rule,
     judge,
     look_schedule,
     next_look,
@@ -161,13 +162,11 @@ def evaluate(
     *,
     look: int,
     schedule: Sequence[int],
-    margin: float = DEFAULT_MARGIN,
-    negligible: float = DEFAULT_NEGLIGIBLE,
-    alpha: float = DEFAULT_ALPHA,
-    same_alpha: float = SAME_ALPHA,
+    rule: Rule = DEFAULT_RULE,
     name: str = "",
 ) -> tuple[ComparisonResult, bool]:
     """The verdict of one look, and whether more runs could turn UNKNOWN into a verdict."""
+    margin, negligible = rule.margin, rule.negligible
     a, da, bad_a = _clean_rounds(a_rounds)
     b, db, bad_b = _clean_rounds(b_rounds)
     flat_a = np.concatenate(a) if a else np.empty(0)
@@ -186,14 +185,12 @@ def evaluate(
                                 reason=problem + dropped), fixable
     log_a, log_b = [np.log(x) for x in a], [np.log(x) for x in b]
     fit = blocks.fit([x[None, :] for x in log_a], [y[None, :] for y in log_b])
-    judge_at = partial(judge, schedule=schedule, margin=margin, negligible=negligible,
-                       alpha=alpha, same_alpha=same_alpha)
+    judge_at = partial(judge, schedule=schedule, rule=rule)
     before, decided = _history(log_a, log_b, schedule, look, judge_at)
     if decided is not None:
         rounds, at = decided
         res, _ = evaluate(a_rounds[:rounds], b_rounds[:rounds], look=at, schedule=schedule,
-                          margin=margin, negligible=negligible, alpha=alpha,
-                          same_alpha=same_alpha, name=name)
+                          rule=rule, name=name)
         later = max(flat_a.size - res.n_a, flat_b.size - res.n_b)
         return res.model_copy(update={"reason": (
             f"{res.reason}; decided at {res.n_a} v {res.n_b} runs, before the {later} "
@@ -285,14 +282,28 @@ def _history(log_a: list[FloatArray], log_b: list[FloatArray], schedule: Sequenc
 
 
 class VerdictTerms(TypedDict, total=False):
-    """What `compare` and `next_step` pass through to `evaluate` unchanged; the defaults
-    live in `evaluate` alone."""
+    """What `compare` and `next_step` pass on to `evaluate` as its `Rule` and name; the
+    defaults live in `Rule` alone."""
 
     margin: float
     negligible: float
     alpha: float
     same_alpha: float
     name: str
+
+
+class _RuleAndName(TypedDict):
+    rule: Rule
+    name: str
+
+
+def _rule_and_name(terms: VerdictTerms) -> _RuleAndName:
+    defaults = DEFAULT_RULE
+    rule = Rule(margin=terms.get("margin", defaults.margin),
+                negligible=terms.get("negligible", defaults.negligible),
+                alpha=terms.get("alpha", defaults.alpha),
+                same_alpha=terms.get("same_alpha", defaults.same_alpha))
+    return {"rule": rule, "name": terms.get("name", "")}
 
 
 def compare(
@@ -302,7 +313,7 @@ def compare(
 ) -> ComparisonResult:
     """A single, final look (fixed sample): the A/A pair and one-off comparisons."""
     runs = max(1, min(sum(len(r) for r in a_rounds), sum(len(r) for r in b_rounds)))
-    return evaluate(a_rounds, b_rounds, look=0, schedule=[runs], **terms)[0]
+    return evaluate(a_rounds, b_rounds, look=0, schedule=[runs], **_rule_and_name(terms))[0]
 
 
 def next_step(
@@ -324,7 +335,8 @@ def next_step(
     schedule = look_schedule(max_runs, min_runs, step)
     reached = [i for i, n in enumerate(schedule) if n <= runs_so_far]
     look = reached[-1] if reached else 0
-    result, fixable = evaluate(a_rounds, b_rounds, look=look, schedule=schedule, **terms)
+    result, fixable = evaluate(a_rounds, b_rounds, look=look, schedule=schedule,
+                               **_rule_and_name(terms))
     common = {"runs_so_far": runs_so_far, "max_runs": max_runs, "look": look,
               "looks_planned": len(schedule), "schedule": schedule}
     if not reached:
