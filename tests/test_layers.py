@@ -18,6 +18,9 @@ EDGE_LIBRARIES = ("redis", "celery", "fastapi", "github", "httpx")
 
 PURE = (
     "triagebot.model",
+    "triagebot.request_model",
+    "triagebot.plan_model",
+    "triagebot.run_result",
     "triagebot.frozen",
     "triagebot.errors",
     "triagebot.overrides",
@@ -104,8 +107,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("analyze", "plan", "render", "watch"),                     # findings; cells; scripts
     ("parse", "engines", "commands", "repo_config", "github"),  # readers of what comes in
     ("overrides",),                                             # key=value options
-    ("model", "frozen", "errors", "settings", "templating",     # contracts everyone shares,
-     "progress", "step_profile", "run_result"),                 # progress events, results
+    ("model", "request_model", "plan_model", "run_result",      # each stage's contract,
+     "frozen", "errors", "settings", "templating",              # what everyone shares,
+     "progress", "step_profile"),                               # progress events
 )
 
 ROOT = Path(__file__).resolve().parents[1]

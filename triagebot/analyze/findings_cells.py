@@ -63,8 +63,8 @@ def _forward_counts(ok: Sequence[RunResult]) -> tuple[int | None, int | None]:
     return (steps, tokens) if steps and tokens else (None, None)
 
 
-def _stage_mean(stats_: object, stage: str) -> float | None:
-    entry = stats_.get(stage) if isinstance(stats_, dict) else None
+def _stage_mean(stage_stats: object, stage: str) -> float | None:
+    entry = stage_stats.get(stage) if isinstance(stage_stats, dict) else None
     mean = entry.get("mean") if isinstance(entry, dict) else None
     if isinstance(mean, int | float) and not isinstance(mean, bool) and 0 < mean < 1e9:
         return float(mean)

@@ -1,4 +1,4 @@
-"""Pydantic shapes for the statistical part of Findings (README, "Statistics").
+"""Pydantic shapes for the statistical part of Findings (docs/statistics.md).
 
 Every number that a report may quote carries the run counts it rests on (`n`, `n_a`,
 `n_b`, ...), and every verdict or flag carries the reason that decided it, so the report
