@@ -64,14 +64,15 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.vllm_cpu import plan_for
-from triagebot.model import Plan, RunMeasurement
 from triagebot.plan import cpu as cpu_plan
+from triagebot.plan_model import Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.live import LiveScript
 from triagebot.run.orchestrate import DEFAULT_CACHE
 from triagebot.run.shutdown import run_until_stopped
 from triagebot.run.supervise import CellOutcome, Limits, ScriptPaths, run_script
+from triagebot.run_result import RunMeasurement
 
 METRICS = ("wall", "cpu")
 

@@ -15,11 +15,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from triagebot.model import Plan
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as C
+from triagebot.plan_model import Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE

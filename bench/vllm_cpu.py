@@ -18,14 +18,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from triagebot.model import Plan, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE
 from triagebot.run.supervise import Limits, ScriptPaths, run_script
+from triagebot.run_result import RunResult
 
 REPORT = (b"Speculative decoding on vLLM with ngram and a draft model:\n\n```bash\n"
           b"vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "

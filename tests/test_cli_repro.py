@@ -72,10 +72,10 @@ def test_report_on_a_folder_that_is_not_a_repro(tmp_path: Path) -> None:
 def test_report_exits_could_not_answer_when_the_question_cannot_run_here(
         tmp_path: Path) -> None:
     from triagebot.cli import EXIT_CANNOT_ANSWER
-    from triagebot.model import RunMeasurement, RunResult
     from triagebot.overrides import parse_overrides
     from triagebot.parse import parse_report
     from triagebot.plan import build_plan
+    from triagebot.run_result import RunMeasurement, RunResult
 
     # Seed 003 compares model runner V1 with V2, which the cpu runner cannot run; stand-in
     # results for the cells it does run, in a repro folder's layout.

@@ -7,15 +7,11 @@ import pytest
 from tests.report import SCENARIOS, load_fixture, request_for, seed_request
 from triagebot.analyze.findings import analyze, merge_counters, summarize
 from triagebot.analyze.findings_models import Findings
-from triagebot.model import (
-    Plan,
-    ReportedMetrics,
-    RunMeasurement,
-    RunResult,
-    SpecCounters,
-)
 from triagebot.overrides import parse_overrides
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
+from triagebot.request_model import ReportedMetrics
+from triagebot.run_result import RunMeasurement, RunResult, SpecCounters
 
 EXPECTED = {
     "reproduced_slowdown": "reproduced",

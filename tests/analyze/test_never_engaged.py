@@ -9,11 +9,12 @@ from tests.conftest import seed_path
 from tests.report import load_fixture, seed_request
 from tests.report.layout import first_screen, section
 from triagebot.analyze.findings import analyze
-from triagebot.model import Plan, RunMeasurement, RunResult, SpecCounters
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
 from triagebot.report import render_report
+from triagebot.run_result import RunMeasurement, RunResult, SpecCounters
 
 
 def _run(cell_id: str, values: list[float], engine: str = "vllm", **extra: Any) -> RunResult:

@@ -9,7 +9,7 @@ import pytest
 
 from triagebot.analyze import stats
 from triagebot.analyze.findings_models import NoiseBand
-from triagebot.model import RunMeasurement, RunResult
+from triagebot.run_result import RunMeasurement, RunResult
 
 
 def lognormal(seed: int, median: float, cv: float, n: int) -> np.ndarray:

@@ -15,11 +15,12 @@ from tests.report import seed_request
 from tests.report.layout import section as collapsed
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.step_split import step_splits
-from triagebot.model import Cell, Plan, RunEnv, RunMeasurement, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.plan import build_plan
+from triagebot.plan_model import Cell, Plan
 from triagebot.report import render_report
 from triagebot.report.step_chart import bar
+from triagebot.run_result import RunEnv, RunMeasurement, RunResult
 from triagebot.step_profile import StepProfile
 
 CPU = RunEnv(gpu="cpu: x86_64", gpu_count=0, cuda="none", torch="2.13.0+cpu")

@@ -20,9 +20,9 @@ from triagebot.bisect.runner import (
     run_step,
 )
 from triagebot.engines.vllm_cpu import locked_releases, mm_releases
-from triagebot.model import ReproRequest
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
+from triagebot.request_model import ReproRequest
 from triagebot.run import vllm_cpu
 from triagebot.run.provision import ProvisionError
 

@@ -20,7 +20,7 @@ from triagebot.decisions import replies as words
 from triagebot.decisions.actions import CancelJobs, React, Reply, StartJob
 from triagebot.github.models import Thread
 from triagebot.jobs.record import JobRecord
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 
 
 def _seed_thread(prefix: str) -> Thread:

@@ -12,9 +12,9 @@ from triagebot.decisions import triage
 from triagebot.decisions.actions import PostSummary, Reply, StartJob
 from triagebot.github.events import ThreadEvent, normalise
 from triagebot.github.models import Thread
-from triagebot.model import ReproRequest
 from triagebot.parse import parse_report
 from triagebot.repo_config import RepoConfig, parse_repo_config
+from triagebot.request_model import ReproRequest
 
 RUNS = parse_repo_config('[triage]\nlabels = ["perf-repro"]\nrun = true\n')
 SUMMARY_ONLY = parse_repo_config('[triage]\nlabels = ["perf-repro"]\n')

@@ -18,11 +18,11 @@ import pytest
 
 from triagebot.engines import standins as recipes
 from triagebot.engines import vllm_cpu as locks
-from triagebot.model import Plan
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as cpu_plan
+from triagebot.plan_model import Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE

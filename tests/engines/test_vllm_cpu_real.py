@@ -25,18 +25,19 @@ import pytest
 from triagebot.analyze.signatures import match_log
 from triagebot.analyze.step_split import step_splits
 from triagebot.engines import standins as recipes
-from triagebot.model import Cell, Plan, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as cpu_plan
 from triagebot.plan.synthetic import Pin, pinned_cell
+from triagebot.plan_model import Cell, Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.live import LiveScript
 from triagebot.run.orchestrate import DEFAULT_CACHE
 from triagebot.run.provision import ProvisionedEnv
 from triagebot.run.supervise import CellOutcome, Limits, ScriptPaths, run_script
+from triagebot.run_result import RunResult
 
 pytestmark = pytest.mark.vllm_cpu
 

@@ -21,14 +21,15 @@ from tests.conftest import seed_path
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.mtp_status import mtp_totals
 from triagebot.engines import mlx_standin
-from triagebot.model import Cell, Plan, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Cell, Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_mlx
 from triagebot.run.orchestrate import DEFAULT_CACHE
 from triagebot.run.supervise import Limits, ScriptPaths, run_script
+from triagebot.run_result import RunResult
 
 pytestmark = pytest.mark.vllm_mlx_cpu
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import seed_path
-from triagebot.model import Plan
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan.runners import DEFAULT_KIND, profile_for, profiles
+from triagebot.plan_model import Plan
 from triagebot.run.runners import profile_named, run_profile
 from triagebot.run.runners.base import RunProfile
 

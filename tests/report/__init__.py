@@ -7,8 +7,10 @@ from functools import cache
 from pathlib import Path
 
 from tests.conftest import seed_path
-from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.parse import parse_report
+from triagebot.plan_model import Plan
+from triagebot.request_model import ReproRequest
+from triagebot.run_result import RunResult
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 SCENARIOS = ("reproduced_slowdown", "not_reproduced", "acceptance_collapse",

@@ -10,9 +10,10 @@ import pytest
 from tests.report import SCENARIOS, load_fixture, request_for, seed_request
 from tests.report.layout import assert_layout, first_screen, rendered_lines, section
 from triagebot.analyze.findings import analyze
-from triagebot.model import ReportedMetrics, RunResult
 from triagebot.render import RenderedScript, render_cell
 from triagebot.report import MAX_CHARS, Md, UnsafeReportValue, finalize, render_report
+from triagebot.request_model import ReportedMetrics
+from triagebot.run_result import RunResult
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 COMMAND = "triagebot repro ../shared/seeds/000_cbee03676dbc1509.txt --engine vllm"

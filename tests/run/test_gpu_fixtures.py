@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from triagebot.analyze.findings_models import Findings
-from triagebot.model import Plan, RunResult
+from triagebot.plan_model import Plan
 from triagebot.run.gpu import parse_smi_query
+from triagebot.run_result import RunResult
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 FOLDERS = sorted(p.name for p in FIXTURES.glob("*-transformers"))

@@ -21,7 +21,7 @@ import pytest
 
 from tests.fakes.processes import process_state
 from tests.fakes.signals import as_from_a_terminal
-from triagebot.model import Budget
+from triagebot.plan_model import Budget
 from triagebot.render import environment
 from triagebot.run import leftovers
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from triagebot.model import RunResult
 from triagebot.run import gpu
 from triagebot.run.supervise import (
     TAIL_BYTES,
@@ -25,6 +24,7 @@ from triagebot.run.supervise import (
     read_result,
     run_script,
 )
+from triagebot.run_result import RunResult
 
 OK_RESULT = {
     "cell_id": "c0123456789", "engine": "transformers", "status": "ok",

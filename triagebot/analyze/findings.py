@@ -97,7 +97,9 @@ from triagebot.analyze.never_engaged import never_engaged
 from triagebot.analyze.signatures import Signature
 from triagebot.analyze.step_split import step_splits
 from triagebot.analyze.synthetic import explain
-from triagebot.model import Plan, ReproRequest, RunEnv, RunResult
+from triagebot.plan_model import Plan
+from triagebot.request_model import ReproRequest
+from triagebot.run_result import RunEnv, RunResult
 
 __all__ = ["analyze", "decide_outcome", "headline", "merge_counters", "summarize"]
 

@@ -14,7 +14,8 @@ from triagebot.analyze.spec import (
     tokens_per_step,
 )
 from triagebot.analyze.throughput_metric import throughput_metric
-from triagebot.model import Cell, RunResult, SpecCounters
+from triagebot.plan_model import Cell
+from triagebot.run_result import RunResult, SpecCounters
 
 FAILED_STATUSES = ("failed", "crashed", "oom")
 LOSSY_REJECTION = ("synthetic", "fly")

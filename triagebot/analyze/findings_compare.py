@@ -29,8 +29,9 @@ from triagebot.analyze.spec import (
     step_seconds,
 )
 from triagebot.engines import standins
-from triagebot.model import Cell, Comparison, Plan, RunResult
 from triagebot.plan.synthetic import is_pinned
+from triagebot.plan_model import Cell, Comparison, Plan
+from triagebot.run_result import RunResult
 
 # --- comparisons ------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ from triagebot.analyze.arrays import FloatArray, Samples
 from triagebot.analyze.findings_models import CellSummary, Interaction, NoiseBand
 from triagebot.analyze.verdict import DEFAULT_ALPHA, margin_band
 from triagebot.analyze.verdict_words import Verdict
-from triagebot.model import RunResult
+from triagebot.run_result import RunResult
 
 CI_LEVEL: Final = 0.95
 RESAMPLES: Final = 2000

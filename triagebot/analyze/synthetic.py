@@ -32,7 +32,6 @@ from triagebot.analyze.findings_models import (
     ComparisonResult,
 )
 from triagebot.analyze.synthetic_models import Cause, PinnedMode
-from triagebot.model import Cell, Plan, ReproRequest
 from triagebot.plan.synthetic import (
     PREFIX,
     ArmRequest,
@@ -42,6 +41,8 @@ from triagebot.plan.synthetic import (
     reported_pin,
     why_not,
 )
+from triagebot.plan_model import Cell, Plan
+from triagebot.request_model import ReproRequest
 
 
 class PinnedCall(BaseModel):

@@ -31,11 +31,12 @@ from triagebot.bisect.ranges import BisectError, BisectRange, Level, nightly_ran
 from triagebot.bisect.rank import CommitInfo
 from triagebot.bisect.search import Outcome, Step
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Plan, PlanPolicy, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.plan import build_plan
+from triagebot.plan_model import Budget, Plan, PlanPolicy
 from triagebot.progress import Event, describe
 from triagebot.render import RenderError, render_plan
+from triagebot.request_model import ReproRequest
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE, RunCancelled, RunSettings, execute
 from triagebot.run.provision import ProvisionError, provision

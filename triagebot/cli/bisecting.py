@@ -26,8 +26,8 @@ from triagebot.cli.base import (
 )
 
 if TYPE_CHECKING:
-    from triagebot.model import ReproRequest
     from triagebot.overrides import ReproOptions
+    from triagebot.request_model import ReproRequest
 
 BISECT_HELP = "\n\n".join((
     "Find the first release, nightly or commit where the report's behaviour changed: "

@@ -93,9 +93,10 @@ def report(
     from pydantic import ValidationError
 
     from triagebot.analyze.findings import analyze
-    from triagebot.model import Plan, ReproRequest
+    from triagebot.plan_model import Plan
     from triagebot.render import RenderedScript
     from triagebot.report import render_report
+    from triagebot.request_model import ReproRequest
     from triagebot.run.orchestrate import load_results
 
     try:

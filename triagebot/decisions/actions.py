@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from triagebot.decisions import replies as words
 from triagebot.jobs.record import JobRecord
-from triagebot.model import Plan, ReproRequest
+from triagebot.plan_model import Plan
+from triagebot.request_model import ReproRequest
 
 
 @dataclass(frozen=True)

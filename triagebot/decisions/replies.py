@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from triagebot.jobs.record import JobRecord
-from triagebot.model import Plan, ReproRequest
+from triagebot.plan_model import Plan
 from triagebot.report.markdown import code_span, inline
+from triagebot.request_model import ReproRequest
 
 _STATE_ICON = {"queued": "⏳", "running": "🏃", "done": "✅", "failed": "❌", "cancelled": "🚫"}
 # Fields a reproduction cannot do without; the summary asks for the ones a report lacks.

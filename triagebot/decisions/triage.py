@@ -15,9 +15,9 @@ from triagebot.decisions.actions import PostSummary, Reply, StartJob, TriageActi
 from triagebot.decisions.facts import Facts
 from triagebot.github.events import ThreadEvent
 from triagebot.github.models import Thread
-from triagebot.model import ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.repo_config import RepoConfig
+from triagebot.request_model import ReproRequest
 
 
 def reads_thread(event: ThreadEvent, config: RepoConfig) -> bool:

@@ -14,7 +14,7 @@ import redis
 
 from triagebot.jobs.record import JobError
 from triagebot.jobs.store_keys import StoreKeys, text_of
-from triagebot.model import RunResult
+from triagebot.run_result import RunResult
 
 _REFRESH = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then

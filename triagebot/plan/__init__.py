@@ -13,7 +13,6 @@ import json
 
 from triagebot.engines import adapter
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Plan, PlanPolicy, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.plan.axes import AXIS_ORDER
 from triagebot.plan.base_fields import (
@@ -36,6 +35,8 @@ from triagebot.plan.cells import (
 from triagebot.plan.defaults import Choices
 from triagebot.plan.runner import PlanDraft
 from triagebot.plan.runners import profile_for
+from triagebot.plan_model import Budget, Plan, PlanPolicy
+from triagebot.request_model import ReproRequest
 
 __all__ = ["PlanRejected", "build_plan", "plan_hash"]
 

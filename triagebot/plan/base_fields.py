@@ -9,19 +9,19 @@ from pydantic import TypeAdapter, ValidationError
 
 from triagebot.engines import SUPPORTED, adapter, vllm_catalog
 from triagebot.errors import PlanRejected
-from triagebot.model import (
+from triagebot.overrides import ReproOptions
+from triagebot.plan import defaults
+from triagebot.plan.context import PlanContext
+from triagebot.plan_model import (
     Budget,
     Cell,
     CellWorkload,
     ModelId,
     PlanPolicy,
-    ReproRequest,
     Sampling,
     check_inert,
 )
-from triagebot.overrides import ReproOptions
-from triagebot.plan import defaults
-from triagebot.plan.context import PlanContext
+from triagebot.request_model import ReproRequest
 
 _SPEC_KEYS = {"method", "model", "num_speculative_tokens"}
 

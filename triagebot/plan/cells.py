@@ -11,15 +11,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from triagebot.errors import PlanRejected
-from triagebot.model import (
-    Budget,
-    Cell,
-    CellWorkload,
-    Comparison,
-    NotCompared,
-    ReproRequest,
-    Sampling,
-)
 from triagebot.overrides import ReproOptions
 from triagebot.plan.axes import (
     AXIS_ORDER,
@@ -34,6 +25,8 @@ from triagebot.plan.axes import (
 )
 from triagebot.plan.comparisons import build_comparisons, noise_comparison
 from triagebot.plan.runner import PlanDraft
+from triagebot.plan_model import Budget, Cell, CellWorkload, Comparison, NotCompared, Sampling
+from triagebot.request_model import ReproRequest
 
 _AXIS_MODES = {"graph": {"eager", "graph"}, "encoder_graph": {"vit_eager", "vit_graph"},
                "cudagraph_mode": {"piecewise", "full", "full_and_piecewise",

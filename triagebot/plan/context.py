@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.engines.standins import Family
-from triagebot.model import PlanPolicy
+from triagebot.plan_model import PlanPolicy
 
 
 class PlanContext(BaseModel):

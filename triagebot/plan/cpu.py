@@ -20,8 +20,8 @@ from triagebot.engines.vllm import IMAGE_BUCKET
 from triagebot.engines.vllm_catalog import version_key
 from triagebot.engines.vllm_cpu import SPEC_BROKEN, SPEC_SINCE
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell, CellWorkload, Sampling, SpecParams
 from triagebot.plan import defaults
+from triagebot.plan_model import Budget, Cell, CellWorkload, Sampling, SpecParams
 
 RUNNER = "cpu"
 # cudagraph_mode and the V2 runner cannot be varied here (see the module doc).

@@ -18,11 +18,12 @@ from typing import Any
 from triagebot.engines import mlx_standin
 from triagebot.engines.vllm_catalog import version_key
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.plan import cpu, defaults
 from triagebot.plan.context import PlanContext
 from triagebot.plan.mlx_mllm import about_mllm, mllm_workload
+from triagebot.plan_model import Budget, Cell
+from triagebot.request_model import ReproRequest
 
 # A start (import, load, MTP install) takes seconds and a run a second or two, so a
 # start measures many runs.

@@ -10,8 +10,9 @@ carry images. Pure: the plan's fields in, the plan's fields out.
 from __future__ import annotations
 
 from triagebot.engines.vllm_mlx import IMAGE_SIZE
-from triagebot.model import CellWorkload, ReproRequest
 from triagebot.plan import cpu, defaults
+from triagebot.plan_model import CellWorkload
+from triagebot.request_model import ReproRequest
 
 _NOTE = ("the report is about vllm-mlx's multimodal (MLLM) MTP path: the cells serve the "
          "model with --mllm and every prompt is a chat message carrying an image, so MTP "

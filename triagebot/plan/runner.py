@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from triagebot.engines import EngineAdapter
-from triagebot.model import Budget, Cell, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.plan.axes import AXIS_ORDER, Axis
 from triagebot.plan.context import PlanContext
 from triagebot.plan.defaults import Choices
+from triagebot.plan_model import Budget, Cell
+from triagebot.request_model import ReproRequest
 
 # What each engine can vary on a GPU runner; a report-derived axis outside this is dropped
 # with a note, an axis the user asked for by name is refused.

@@ -24,7 +24,7 @@ import jinja2
 from triagebot.analyze.findings_models import Findings
 from triagebot.analyze.findings_outcome import outcome_word
 from triagebot.analyze.looks import DESIGN_EFFECT, DESIGN_POWER
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.render import RenderedScript
 from triagebot.report import first_screen
 from triagebot.report import markdown as md

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from triagebot.analyze.findings_models import ComparisonFinding, Findings
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.report import markdown as md
 
 # The plan's note on what a cpu runner cannot answer starts with these words: the first

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from triagebot.model import Cell, Plan
+from triagebot.plan_model import Cell, Plan
 from triagebot.run.provision import ProvisionedEnv
 from triagebot.run.runners import run_profile
 from triagebot.run.runners.base import CellEnv, Log, Preparing, Where

@@ -22,10 +22,11 @@ from triagebot.analyze.findings import analyze
 from triagebot.analyze.findings_models import Findings
 from triagebot.analyze.synthetic import called_for
 from triagebot.errors import PlanRejected
-from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.plan.synthetic import NOTE, add_arms
+from triagebot.plan_model import Plan
 from triagebot.progress import Event, Pace
 from triagebot.render import RenderedScript, render_plan
+from triagebot.request_model import ReproRequest
 from triagebot.run import cell_envs, leftovers
 from triagebot.run.live import LIVE_TEMPLATES, LivePool
 from triagebot.run.provision import ProvisionedEnv, ProvisionError
@@ -44,6 +45,7 @@ from triagebot.run.rounds import (
 from triagebot.run.runners import run_profile
 from triagebot.run.schedule import initial_schedule
 from triagebot.run.supervise import CellOutcome
+from triagebot.run_result import RunResult
 
 # The fewest runs a pinned arm starts with: two mirrored pairs of rounds on a live engine.
 MIN_PINNED_RUNS = 4

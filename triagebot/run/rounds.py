@@ -25,14 +25,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.verdict import DEFAULT_MARGIN, DEFAULT_NEGLIGIBLE
-from triagebot.model import Plan, ReproRequest, RunResult
+from triagebot.plan_model import Plan
 from triagebot.progress import Event, Pace
+from triagebot.request_model import ReproRequest
 from triagebot.run import standins
 from triagebot.run.cell_envs import CellEnvs
 from triagebot.run.live import KeepWarm, LivePool, LiveScript
 from triagebot.run.runners import run_profile
 from triagebot.run.schedule import Slot, balanced_turn, last_round, mirror_round
 from triagebot.run.supervise import CellOutcome, Limits, ScriptPaths, run_script
+from triagebot.run_result import RunResult
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "envs"
 LIVE_RUNS_PER_ROUND = 2

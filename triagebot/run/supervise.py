@@ -30,10 +30,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from triagebot.model import RunResult, RunStatus
 from triagebot.run import gpu
 from triagebot.run.leftovers import OWNER_VAR, owner_tag
 from triagebot.run.process_groups import has_exited, stop_tree
+from triagebot.run_result import RunResult, RunStatus
 
 HEAD_BYTES = 8 * 1024
 TAIL_BYTES = 32 * 1024

@@ -34,9 +34,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from triagebot.engines import vllm_cpu as locks
-from triagebot.model import Plan
 from triagebot.plan import cpu as cpu_plan
 from triagebot.plan.runners import profile_for
+from triagebot.plan_model import Plan
 from triagebot.run.provision import (
     STAMP,
     ProvisionedEnv,

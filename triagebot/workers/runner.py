@@ -19,11 +19,11 @@ import redis
 from celery import Celery
 
 from triagebot.jobs.store import JobStore
-from triagebot.model import RunResult
 from triagebot.progress import Event, describe
 from triagebot.render import RenderError, render_plan
 from triagebot.report import render_report
 from triagebot.run.orchestrate import RunCancelled, RunSettings, execute
+from triagebot.run_result import RunResult
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
 from triagebot.workers.runner_bisect import run_bisect_job

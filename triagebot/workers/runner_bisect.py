@@ -37,7 +37,7 @@ from triagebot.bisect.spec import BisectSpec
 from triagebot.commands.bisect import parse_words
 from triagebot.jobs.record import JobRecord
 from triagebot.jobs.store import JobStore
-from triagebot.model import ReproRequest
+from triagebot.request_model import ReproRequest
 from triagebot.run.orchestrate import RunCancelled
 from triagebot.run.provision import ProvisionError
 from triagebot.settings import Settings

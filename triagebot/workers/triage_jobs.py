@@ -15,7 +15,7 @@ from triagebot.decisions import replies as words
 from triagebot.decisions.actions import StartJob
 from triagebot.github.client import GitHubClient
 from triagebot.jobs.record import JobRecord
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.workers import task_queues, watch
 from triagebot.workers.triage_bisect import answer_commits, report_with_candidates
 from triagebot.workers.triage_facts import TriageContext, repo_config, runner_live

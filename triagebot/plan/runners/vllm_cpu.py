@@ -8,13 +8,14 @@ from typing import Any
 from triagebot.engines import EngineAdapter
 from triagebot.engines import vllm_cpu as cpu_locks
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.plan import cpu
 from triagebot.plan.axes import Axis
 from triagebot.plan.base_fields import is_multimodal, wants_spec
 from triagebot.plan.context import PlanContext
 from triagebot.plan.runner import PlanDraft, RunnerProfile
+from triagebot.plan_model import Budget, Cell
+from triagebot.request_model import ReproRequest
 
 
 def vision_standin_wanted(request: ReproRequest, options: ReproOptions) -> bool:

@@ -4,10 +4,10 @@ layer (what it answers and cannot: `triagebot/plan/mlx_cpu.py`)."""
 from __future__ import annotations
 
 from triagebot.engines import EngineAdapter, vllm_mlx_cpu
-from triagebot.model import Budget, Cell
 from triagebot.plan import mlx_cpu
 from triagebot.plan.cpu import RUNNER
 from triagebot.plan.runner import PlanDraft, RunnerProfile
+from triagebot.plan_model import Budget, Cell
 
 ENGINE = "vllm-mlx"
 

@@ -13,8 +13,8 @@ import importlib
 import importlib.util
 from functools import cache
 
-from triagebot.model import Plan
 from triagebot.plan.runners import profile_for
+from triagebot.plan_model import Plan
 from triagebot.run.runners.base import RunProfile
 
 

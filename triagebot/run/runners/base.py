@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.run import standins
 from triagebot.run.provision import ProvisionedEnv, provision
 
