@@ -64,14 +64,15 @@ from pathlib import Path
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench.vllm_cpu import plan_for
-from triagebot.model import Plan, RunMeasurement
 from triagebot.plan import cpu as cpu_plan
+from triagebot.plan_model import Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.live import LiveScript
 from triagebot.run.orchestrate import DEFAULT_CACHE
 from triagebot.run.shutdown import run_until_stopped
-from triagebot.run.supervise import CellOutcome, run_script
+from triagebot.run.supervise import CellOutcome, Limits, ScriptPaths, run_script
+from triagebot.run_result import RunMeasurement
 
 METRICS = ("wall", "cpu")
 
@@ -142,9 +143,9 @@ class Way:
             with vllm_cpu.per_run_dirs() as dirs:
                 outcome = run_script(self.script, python=self.python,
                                      env={**self.env, **dirs, "TRIAGEBOT_RUNS": str(runs)},
-                                     result_path=result,
-                                     log_path=result.with_suffix(".log"), wall_limit_s=1800,
-                                     silence_limit_s=900, cwd=self.cwd, gpu_settle_s=0)
+                                     paths=ScriptPaths(result, result.with_suffix(".log")),
+                                     limits=Limits(wall_limit_s=1800, silence_limit_s=900,
+                                                   gpu_settle_s=0), cwd=self.cwd)
         self.seconds += time.monotonic() - began
         self.measuring_s += time.monotonic() - began
         if outcome.result is None or outcome.result.status != "ok":

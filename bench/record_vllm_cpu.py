@@ -15,15 +15,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from triagebot.model import Plan
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as C
+from triagebot.plan_model import Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE
-from triagebot.run.supervise import run_script
+from triagebot.run.supervise import Limits, ScriptPaths, run_script
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "vllm_cpu"
@@ -63,9 +63,9 @@ def record(version: str) -> None:
             outcome = run_script(path, python=env.python,
                                  env={**cell.env, **runner_env, **dirs, "TRIAGEBOT_RUNS": "1",
                                       "TRIAGEBOT_BENCH_DIR": str(bench)},
-                                 result_path=out / f"{workload}.json", log_path=log,
-                                 wall_limit_s=3600, silence_limit_s=1200, cwd=out,
-                                 gpu_settle_s=0)
+                                 paths=ScriptPaths(out / f"{workload}.json", log),
+                                 limits=Limits(wall_limit_s=3600, silence_limit_s=1200,
+                                               gpu_settle_s=0), cwd=out)
         print(f"{version} {workload}: {outcome.status} {outcome.error or ''}")
         shutil.copy(log, FIXTURES / f"{workload}-{method}-{version}.log")
         if workload == "serve":

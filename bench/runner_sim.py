@@ -103,8 +103,8 @@ def simulate(
                 continue
             fit = blocks.fit(data[a], data[b])
             fit, used = pooled.borrow(fit, pool, guard, take_max)
-            seen = looks.judge(fit, schedule, k, closed[j], margin=margin,
-                                 negligible=negligible, gamma=gamma, power=power)
+            seen = looks.judge(fit, schedule, k, closed[j], looks.Rule(
+                margin=margin, negligible=negligible, gamma=gamma, power=power))
             closed[j] = seen.closed
             codes = seen.codes
             decided = alive[j] & ((codes != looks.UNKNOWN) | seen.futile)

@@ -207,9 +207,9 @@ def simulate_new(sc: Scenario) -> Outcome:
         if i + 1 < len(rounds) and rounds[i + 1][0] == k:
             continue  # the look comes after the last round of its index
         fit = blocks.fit(log_a, log_b)
-        seen = looks.judge(fit, schedule, k, closed, margin=sc.margin,
-                             negligible=sc.negligible, gamma=sc.gamma, power=sc.power,
-                             target=fixed)
+        seen = looks.judge(fit, schedule, k, closed, looks.Rule(
+            margin=sc.margin, negligible=sc.negligible, gamma=sc.gamma, power=sc.power),
+            target=fixed)
         closed = seen.closed
         codes = seen.codes
         decided = alive & ((codes != looks.UNKNOWN) | seen.futile)

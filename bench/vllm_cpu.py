@@ -18,14 +18,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from triagebot.model import Plan, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE
-from triagebot.run.supervise import run_script
+from triagebot.run.supervise import Limits, ScriptPaths, run_script
+from triagebot.run_result import RunResult
 
 REPORT = (b"Speculative decoding on vLLM with ngram and a draft model:\n\n```bash\n"
           b"vllm serve meta-llama/Llama-3.1-8B-Instruct --speculative-config "
@@ -61,9 +62,9 @@ def run_cell(plan: Plan, python: str, extra_env: dict[str, str], out: Path,
         outcome = run_script(path, python=python,
                              env={**cell.env, **extra_env, **dirs,
                                   "TRIAGEBOT_RUNS": str(plan.budget.runs)},
-                             result_path=out / f"{name}.json",
-                             log_path=out / f"{name}.log", wall_limit_s=1800,
-                             silence_limit_s=900, cwd=out, gpu_settle_s=0)
+                             paths=ScriptPaths(out / f"{name}.json", out / f"{name}.log"),
+                             limits=Limits(wall_limit_s=1800, silence_limit_s=900,
+                                           gpu_settle_s=0), cwd=out)
     if outcome.result is None or outcome.result.status != "ok":
         sys.exit(f"{plan.engine} failed: {outcome.error or outcome.log_tail[-2000:]}")
     return outcome.result, outcome.wall_s

@@ -23,7 +23,7 @@ STATED = re.compile(rf"default:?[^.;()]*?({NUMBER}(?:-{NUMBER})?)|({NUMBER}) by 
 
 
 def _budget_max_runs() -> str:
-    from triagebot.model import Budget
+    from triagebot.plan_model import Budget
 
     return str(Budget.model_fields["max_runs"].default)
 

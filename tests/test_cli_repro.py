@@ -36,7 +36,7 @@ def test_repro_runs_every_cell_and_report_rereads_the_folder(tmp_path: Path) -> 
     # Every number in the report comes from these runs: the cells' medians are there.
     findings = json.loads((out / "findings.json").read_text())
     assert findings["outcome"] in ("reproduced", "not_reproduced", "inconclusive")
-    assert "### Cells" in report and "ngram k=2" in report
+    assert "<summary>Cells</summary>" in report and "ngram k=2" in report
     assert "triagebot repro" in report and "tiny-random-llama" in report
 
     (out / "findings.json").unlink()  # as a repro stopped before its end leaves it
@@ -72,10 +72,10 @@ def test_report_on_a_folder_that_is_not_a_repro(tmp_path: Path) -> None:
 def test_report_exits_could_not_answer_when_the_question_cannot_run_here(
         tmp_path: Path) -> None:
     from triagebot.cli import EXIT_CANNOT_ANSWER
-    from triagebot.model import RunMeasurement, RunResult
     from triagebot.overrides import parse_overrides
     from triagebot.parse import parse_report
     from triagebot.plan import build_plan
+    from triagebot.run_result import RunMeasurement, RunResult
 
     # Seed 003 compares model runner V1 with V2, which the cpu runner cannot run; stand-in
     # results for the cells it does run, in a repro folder's layout.

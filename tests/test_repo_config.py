@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from triagebot.model import Budget
 from triagebot.overrides import ReproOptions, SpecChoice, parse_overrides
+from triagebot.plan_model import Budget
 from triagebot.repo_config import (
     MAX_BYTES,
     MAX_PROBLEMS,

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from triagebot.model import GpuKind, ModelId, PlanEngine, PlanSpecMethod, PlanWorkloadKind
+from triagebot.plan_model import GpuKind, ModelId, PlanEngine, PlanSpecMethod, PlanWorkloadKind
 
 ModeChoice = Literal[
     "eager", "graph", "piecewise", "full", "full_and_piecewise", "full_decode_only",

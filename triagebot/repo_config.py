@@ -87,8 +87,8 @@ from pydantic import (
 from pydantic_core import ErrorDetails
 
 from triagebot.frozen import Frozen
-from triagebot.model import Budget, GpuKind, PlanEngine, PlanPolicy
 from triagebot.overrides import ReproOptions
+from triagebot.plan_model import Budget, GpuKind, PlanEngine, PlanPolicy
 
 MAX_BYTES = 64 * 1024
 MAX_ENTRIES = 200  # per list; a longer list is a mistake, not a configuration

@@ -1,6 +1,6 @@
 """Where one decoding step's time went, as a script measured it in a profiled batch.
 
-A RunResult carries this beside its spec counters (`triagebot/model.py`); it lives in a
+A RunResult carries this beside its spec counters (`triagebot/run_result.py`); it lives in a
 module of its own only to keep the contracts module within its size. The script runs one
 extra batch after its warm-ups under `torch.profiler`, with named ranges around the model
 runner's step and the parts of it, and writes per-step means here. That batch is never

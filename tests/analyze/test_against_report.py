@@ -10,9 +10,11 @@ from tests.conftest import seed_path
 from triagebot.analyze import verdict
 from triagebot.analyze.against_report import env_diff, judge_ratio, match_label, read_label
 from triagebot.analyze.findings_models import ComparisonFinding
-from triagebot.model import Environment, Plan, ReproRequest, RunEnv
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
+from triagebot.request_model import Environment, ReproRequest
+from triagebot.run_result import RunEnv
 
 
 @cache
@@ -126,9 +128,9 @@ def test_a_reported_token_rate_is_never_set_beside_a_cell_that_times_requests() 
     # Seed 001 gives output tok/s from a serving benchmark; the cpu plan's vit_eager cell
     # runs `vllm bench mm-processor`, whose figure is requests per second.
     from triagebot.analyze.findings import analyze
-    from triagebot.model import RunMeasurement, RunResult
     from triagebot.overrides import parse_overrides
     from triagebot.report import render_report
+    from triagebot.run_result import RunMeasurement, RunResult
 
     request = parse_report(seed_path("001").read_bytes())
     plan = build_plan(request, parse_overrides(["gpu=cpu"]))

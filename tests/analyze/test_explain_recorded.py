@@ -24,12 +24,13 @@ import pytest
 
 from triagebot.analyze import spec
 from triagebot.analyze.findings import summarize
-from triagebot.model import Cell, RunResult, SpecCounters
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.parse.results import find_reported_numbers
 from triagebot.plan import build_plan
+from triagebot.plan_model import Cell
 from triagebot.render import render_plan
+from triagebot.run_result import RunResult, SpecCounters
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_cpu"
 REPORT = (b"Speculative decoding on vLLM with ngram:\n\n```bash\n"

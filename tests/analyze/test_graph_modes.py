@@ -12,10 +12,11 @@ from __future__ import annotations
 from tests.report import seed_request
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.graph_modes import cudagraph_modes
-from triagebot.model import Cell, RunEnv, RunMeasurement, RunResult, SpecParams
 from triagebot.overrides import parse_overrides
 from triagebot.plan import build_plan
+from triagebot.plan_model import Cell, SpecParams
 from triagebot.report import render_report
+from triagebot.run_result import RunEnv, RunMeasurement, RunResult
 from triagebot.step_profile import StepProfile
 
 H100 = RunEnv(gpu="NVIDIA H100 80GB HBM3", gpu_count=1, driver="580.159.04", cuda="13.0",

@@ -14,16 +14,11 @@ import pytest
 from tests.report import seed_request
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.graphs import graph_checks, on_gpu
-from triagebot.model import (
-    CudaGraphEvidence,
-    Plan,
-    RunEnv,
-    RunMeasurement,
-    RunResult,
-)
 from triagebot.overrides import parse_overrides
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
 from triagebot.report import render_report
+from triagebot.run_result import CudaGraphEvidence, RunEnv, RunMeasurement, RunResult
 
 H100 = RunEnv(gpu="NVIDIA H100 80GB HBM3", gpu_count=1, driver="580.159.04", cuda="13.0",
               torch="2.11.0+cu130")
@@ -86,7 +81,7 @@ def test_a_graph_cell_without_replays_is_flagged(graph: CudaGraphEvidence | None
     assert len(hints) == len(checks)
     assert {h.severity for h in hints} == {"warning" if state == "unknown" else "error"}
     report = render_report(plan, findings)
-    assert "### CUDA graphs" in report and "**not as labelled**" in report
+    assert "<summary>CUDA graphs</summary>" in report and "**not as labelled**" in report
 
 
 def test_an_eager_cell_that_launched_graphs_is_flagged() -> None:

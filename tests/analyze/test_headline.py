@@ -6,11 +6,12 @@ from __future__ import annotations
 from tests.conftest import seed_path
 from tests.report import load_fixture, seed_request
 from triagebot.analyze.findings import analyze
-from triagebot.model import NotCompared, Plan, RunMeasurement, RunResult, SpecCounters
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import NotCompared, Plan
 from triagebot.report import render_report
+from triagebot.run_result import RunMeasurement, RunResult, SpecCounters
 
 COUNTERS = SpecCounters(num_drafts=100, num_draft_tokens=300, num_accepted_tokens=150,
                         per_position_accepted=[80, 50, 20])

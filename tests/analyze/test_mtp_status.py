@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from triagebot.analyze.mtp_status import mtp_notes, mtp_totals
-from triagebot.model import Plan, RunMeasurement, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
+from triagebot.run_result import RunMeasurement, RunResult
 
 REPORT = (b"vllm-mlx serve mlx-community/Qwen3-Next-80B-A3B-Instruct-4bit "
           b"--continuous-batching --enable-mtp --mtp-num-draft-tokens 3\n")

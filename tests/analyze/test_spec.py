@@ -7,7 +7,7 @@ import pytest
 
 from triagebot.analyze import spec
 from triagebot.analyze.findings_models import AcceptanceStats
-from triagebot.model import SpecCounters
+from triagebot.run_result import SpecCounters
 
 
 def counters(drafts: int, drafted: int, accepted: int, per_pos: list[int]) -> SpecCounters:

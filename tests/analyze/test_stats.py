@@ -9,7 +9,7 @@ import pytest
 
 from triagebot.analyze import stats
 from triagebot.analyze.findings_models import NoiseBand
-from triagebot.model import RunMeasurement, RunResult
+from triagebot.run_result import RunMeasurement, RunResult
 
 
 def lognormal(seed: int, median: float, cv: float, n: int) -> np.ndarray:
@@ -117,7 +117,8 @@ def test_noise_band_from_aa_pair(
 def test_interaction_spec_hurts_under_graph_helps_in_eager() -> None:
     spec_graph, base_graph = lognormal(40, 260, 0.02, 10), lognormal(41, 465, 0.02, 10)
     spec_eager, base_eager = lognormal(42, 92, 0.02, 10), lognormal(43, 60, 0.02, 10)
-    res = stats.interaction(spec_graph, base_graph, spec_eager, base_eager, name="graph/eager")
+    res = stats.interaction((spec_graph, base_graph), (spec_eager, base_eager),
+                            name="graph/eager")
     assert res.verdict == "DIFFERENT"
     assert res.ratio_of_ratios == pytest.approx((260 / 465) / (92 / 60), rel=0.05)
     assert res.ci_low is not None and res.ci_high is not None
@@ -130,7 +131,7 @@ def test_interaction_spec_hurts_under_graph_helps_in_eager() -> None:
 
 def test_interaction_same_when_ratios_match() -> None:
     cells = [lognormal(50 + i, m, 0.002, 20) for i, m in enumerate((150, 100, 75, 50))]
-    assert stats.interaction(*cells).verdict == "SAME"
+    assert stats.interaction((cells[0], cells[1]), (cells[2], cells[3])).verdict == "SAME"
 
 
 # --- inputs -----------------------------------------------------------------------------

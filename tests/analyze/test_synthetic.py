@@ -8,8 +8,9 @@ from collections.abc import Mapping
 from tests.report import load_fixture, seed_request
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.synthetic import PinnedCall, called_for
-from triagebot.model import Plan, RunMeasurement, RunResult
 from triagebot.plan.synthetic import add_arms
+from triagebot.plan_model import Plan
+from triagebot.run_result import RunMeasurement, RunResult
 
 SLOW = "reproduced_slowdown"
 

@@ -14,8 +14,8 @@ from triagebot.bisect.ranges import BisectError, release_range
 from triagebot.bisect.rank import CommitInfo, commits_from_compare
 from triagebot.bisect.runner import BisectRun, Deeper, _deeper
 from triagebot.bisect.search import Step, outcome
-from triagebot.model import ReproRequest
 from triagebot.repo_config import RepoConfigError, check_template, parse_repo_config
+from triagebot.request_model import ReproRequest
 
 REPO = "acme/engine"
 

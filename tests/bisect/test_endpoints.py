@@ -12,7 +12,7 @@ from triagebot.bisect.endpoints import classify, nightly_span, start_level, tag_
 from triagebot.bisect.ranges import BisectError
 from triagebot.bisect.runner import BisectRun
 from triagebot.bisect.shas import ranked_between, refs, sha_plan
-from triagebot.model import ReproRequest
+from triagebot.request_model import ReproRequest
 
 SHAS = [hashlib.sha1(f"c{k}".encode()).hexdigest() for k in range(6)]
 ITEMS: list[dict[str, Any]] = [

@@ -11,11 +11,18 @@ import pytest
 from tests.conftest import seed_path
 from triagebot.bisect import envs, runner
 from triagebot.bisect.ranges import BisectError, BisectRange
-from triagebot.bisect.runner import BisectRun, BisectSettings, Deeper, bisect, run_step
+from triagebot.bisect.runner import (
+    BisectRun,
+    BisectSettings,
+    Deeper,
+    StepInputs,
+    bisect,
+    run_step,
+)
 from triagebot.engines.vllm_cpu import locked_releases, mm_releases
-from triagebot.model import ReproRequest
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
+from triagebot.request_model import ReproRequest
 from triagebot.run import vllm_cpu
 from triagebot.run.provision import ProvisionError
 
@@ -40,7 +47,7 @@ def test_a_range_with_releases_without_a_multimodal_lock_is_refused_before_any_s
     assert without and mm_releases()
     settings = BisectSettings(out_dir=tmp_path / "out", cache_dir=tmp_path / "cache")
     with pytest.raises(BisectError) as err:
-        bisect(_run(points), _seed_001(), OPTIONS, [], settings, log=lambda _m: None)
+        bisect(_run(points), StepInputs(_seed_001(), OPTIONS, [], settings, log=lambda _m: None))
     words = str(err.value)
     assert f"Releases with a multimodal lock: {', '.join(mm_releases())}." in words
     assert f"have no multimodal lock ({', '.join(without)})" in words
@@ -60,7 +67,7 @@ def test_a_text_report_walks_the_same_range(tmp_path: Path,
     monkeypatch.setattr(runner, "run_step", step)
     settings = BisectSettings(out_dir=tmp_path / "out", cache_dir=tmp_path / "cache",
                               max_steps=1)
-    bisect(_run(locked_releases()), text, OPTIONS, [], settings, log=lambda _m: None)
+    bisect(_run(locked_releases()), StepInputs(text, OPTIONS, [], settings, log=lambda _m: None))
     assert asked
 
 
@@ -76,8 +83,8 @@ def test_a_multimodal_range_has_no_level_below_releases(
         point=point, verdict="bad" if point == have else "good"))
     settings = BisectSettings(out_dir=tmp_path / "out", cache_dir=tmp_path / "cache")
     deeper = Deeper(nightlies=lambda: pytest.fail("a multimodal bisect asked for nightlies"))
-    done = bisect(_run([older, have]), _seed_001(), OPTIONS, [], settings, deeper=deeper,
-                  log=lambda _m: None)
+    done = bisect(_run([older, have]), StepInputs(_seed_001(), OPTIONS, [], settings,
+                                                  log=lambda _m: None), deeper=deeper)
     assert done.range.level == "release"
     assert any("no nightly or commit level" in n for n in done.notes)
 
@@ -94,6 +101,7 @@ def test_a_step_installs_the_releases_multimodal_environment(
     monkeypatch.setattr(envs, "ensure_lock", lambda *a, **k: pytest.fail(
         "a multimodal step wrote a text lock"))
     settings = BisectSettings(out_dir=tmp_path / "out", cache_dir=tmp_path / "cache")
-    step = run_step(mm_releases()[-1], _seed_001(), OPTIONS, [], settings, log=lambda _m: None)
+    step = run_step(mm_releases()[-1], StepInputs(_seed_001(), OPTIONS, [], settings,
+                                                  log=lambda _m: None))
     assert called["version"] == mm_releases()[-1] and called["variant"] == "mm"
     assert step.verdict == "skip" and "stopped here by the test" in step.reason

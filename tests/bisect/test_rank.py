@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from triagebot.bisect.rank import CommitInfo, rank, subject_of
-from triagebot.model import ReproRequest
+from triagebot.request_model import ReproRequest
 
 
 def _c(sha: str, title: str, *files: str) -> CommitInfo:

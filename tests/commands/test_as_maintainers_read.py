@@ -20,7 +20,7 @@ from triagebot.decisions import replies as words
 from triagebot.decisions.actions import CancelJobs, React, Reply, StartJob
 from triagebot.github.models import Thread
 from triagebot.jobs.record import JobRecord
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 
 
 def _seed_thread(prefix: str) -> Thread:
@@ -83,9 +83,10 @@ def test_counts_are_written_as_words() -> None:
     record = JobRecord(id="a" * 32, repo="acme/engine", number=42, trigger="comment-1",
                        requester="maint", command="repro", plan_hash="p", gpu_kind="h100")
     plan = Plan(engine="vllm", gpu_kind="h100", question="q", cells=[])
-    one = words.acknowledgement(record, plan, 1, 60.0, "https://t/jobs/x")
-    two = words.acknowledgement(record, plan, 2, 60.0, "https://t/jobs/x")
-    idle = words.acknowledgement(record, plan, 1, 0.0, "https://t/jobs/x", runner_live=False)
+    one = words.acknowledgement(record, plan, words.QueuePlace(1, 60.0), "https://t/jobs/x")
+    two = words.acknowledgement(record, plan, words.QueuePlace(2, 60.0), "https://t/jobs/x")
+    idle = words.acknowledgement(record, plan, words.QueuePlace(1, 0.0, runner_live=False),
+                                 "https://t/jobs/x")
     assert "1 job ahead" in one and "2 jobs ahead" in two and "1 job ahead" in idle
     assert "(s)" not in one + two + idle
 

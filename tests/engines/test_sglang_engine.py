@@ -12,8 +12,9 @@ import pytest
 from tests.fakes.scripts import assert_gone, run_cell_script
 from triagebot.engines import adapter, sglang
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell, CellWorkload, Plan, RunResult, Sampling, SpecParams
+from triagebot.plan_model import Budget, Cell, CellWorkload, Plan, Sampling, SpecParams
 from triagebot.render import render_cell
+from triagebot.run_result import RunResult
 
 STUB = Path(__file__).resolve().parents[1] / "fakes" / "sglang_stub"
 NUM_PROMPTS, MAX_TOKENS, RUNS, WARMUPS = 3, 8, 2, 1

@@ -23,8 +23,9 @@ import pytest
 from triagebot.engines import adapter, standins
 from triagebot.engines import transformers as tx
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell, CellWorkload, Plan, RunResult, Sampling, SpecParams
+from triagebot.plan_model import Budget, Cell, CellWorkload, Plan, Sampling, SpecParams
 from triagebot.render import render_cell
+from triagebot.run_result import RunResult
 
 NUM_PROMPTS, INPUT_LEN, MAX_TOKENS, K = 2, 48, 32, 3
 RUNS, WARMUPS = 2, 1

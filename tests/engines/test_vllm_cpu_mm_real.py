@@ -18,15 +18,15 @@ import pytest
 
 from triagebot.engines import standins as recipes
 from triagebot.engines import vllm_cpu as locks
-from triagebot.model import Plan
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as cpu_plan
+from triagebot.plan_model import Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE
-from triagebot.run.supervise import run_script
+from triagebot.run.supervise import Limits, ScriptPaths, run_script
 
 pytestmark = pytest.mark.vllm_cpu
 
@@ -69,8 +69,8 @@ def test_the_eager_encoder_is_measured_on_the_vision_language_stand_in(
         outcome = run_script(
             path, python=env.python,
             env={**cell.env, **runner_env, **dirs, "TRIAGEBOT_RUNS": "1"},
-            result_path=tmp_path / "result.json", log_path=tmp_path / "cell.log",
-            wall_limit_s=900, silence_limit_s=600, cwd=tmp_path, gpu_settle_s=0)
+            paths=ScriptPaths(tmp_path / "result.json", tmp_path / "cell.log"),
+            limits=Limits(wall_limit_s=900, silence_limit_s=600, gpu_settle_s=0), cwd=tmp_path)
     result = outcome.result
     assert result is not None, outcome.log_tail[-3000:]
     assert result.status == "ok", (result.error, outcome.log_tail[-3000:])

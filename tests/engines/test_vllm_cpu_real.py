@@ -25,18 +25,19 @@ import pytest
 from triagebot.analyze.signatures import match_log
 from triagebot.analyze.step_split import step_splits
 from triagebot.engines import standins as recipes
-from triagebot.model import Cell, Plan, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as cpu_plan
 from triagebot.plan.synthetic import Pin, pinned_cell
+from triagebot.plan_model import Cell, Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.live import LiveScript
 from triagebot.run.orchestrate import DEFAULT_CACHE
 from triagebot.run.provision import ProvisionedEnv
-from triagebot.run.supervise import CellOutcome, run_script
+from triagebot.run.supervise import CellOutcome, Limits, ScriptPaths, run_script
+from triagebot.run_result import RunResult
 
 pytestmark = pytest.mark.vllm_cpu
 
@@ -72,10 +73,10 @@ class Runner:
                 path, python=self.env.python,
                 env={**cell.env, **self.runner_env, **dirs, **(extra or {}),
                      "TRIAGEBOT_RUNS": str(runs)},
-                result_path=self.out / "results" / f"{cell.cell_id}.json",
-                log_path=self.out / "logs" / f"{cell.cell_id}.log",
-                wall_limit_s=wall_limit_s, silence_limit_s=600, cwd=self.out,
-                gpu_settle_s=0)
+                paths=ScriptPaths(self.out / "results" / f"{cell.cell_id}.json",
+                                  self.out / "logs" / f"{cell.cell_id}.log"),
+                limits=Limits(wall_limit_s=wall_limit_s, silence_limit_s=600, gpu_settle_s=0),
+                cwd=self.out)
         assert outcome.result is not None, outcome.log_tail[-3000:]
         return outcome, outcome.result
 
@@ -306,10 +307,10 @@ def test_the_server_is_stopped_when_the_run_is_killed(runner: Runner) -> None:
         outcome = run_script(
             path, python=runner.env.python,
             env={**cell.env, **runner.runner_env, **dirs, "TRIAGEBOT_RUNS": "1"},
-            result_path=runner.out / "results" / "killed.json",
-            log_path=runner.out / "logs" / "killed.log",
-            wall_limit_s=600, silence_limit_s=600, cwd=runner.out, gpu_settle_s=0,
-            on_line=saw, stop=stop)
+            paths=ScriptPaths(runner.out / "results" / "killed.json",
+                              runner.out / "logs" / "killed.log"),
+            limits=Limits(wall_limit_s=600, silence_limit_s=600, gpu_settle_s=0),
+            cwd=runner.out, on_line=saw, stop=stop)
     assert outcome.killed_by == "cancelled", outcome.status
     _assert_server_gone(Path(outcome.log_path).read_text(errors="replace"))
 

@@ -19,16 +19,9 @@ from triagebot.engines import adapter
 from triagebot.engines import vllm as V
 from triagebot.engines import vllm_catalog as cat
 from triagebot.errors import PlanRejected
-from triagebot.model import (
-    Budget,
-    Cell,
-    CellWorkload,
-    Plan,
-    RunResult,
-    Sampling,
-    SpecParams,
-)
+from triagebot.plan_model import Budget, Cell, CellWorkload, Plan, Sampling, SpecParams
 from triagebot.render import render_cell
+from triagebot.run_result import RunResult
 
 FOUR = ("0.11.0", "0.17.1", "0.20.2", "0.33.0")
 STUB = Path(__file__).resolve().parents[1] / "fakes" / "vllm_stub"

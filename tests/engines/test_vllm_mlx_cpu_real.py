@@ -21,14 +21,15 @@ from tests.conftest import seed_path
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.mtp_status import mtp_totals
 from triagebot.engines import mlx_standin
-from triagebot.model import Cell, Plan, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Cell, Plan
 from triagebot.render import render_plan
 from triagebot.run import standins, vllm_mlx
 from triagebot.run.orchestrate import DEFAULT_CACHE
-from triagebot.run.supervise import run_script
+from triagebot.run.supervise import Limits, ScriptPaths, run_script
+from triagebot.run_result import RunResult
 
 pytestmark = pytest.mark.vllm_mlx_cpu
 
@@ -106,9 +107,9 @@ def _run(plan: Plan, cell: Cell, python: str, runner_env: dict[str, str],
         outcome = run_script(
             path, python=python, env={**cell.env, **runner_env, **dirs,
                                       "TRIAGEBOT_RUNS": "2"},
-            result_path=out / "results" / f"{cell.cell_id}.json",
-            log_path=out / "logs" / f"{cell.cell_id}.log",
-            wall_limit_s=900, silence_limit_s=600, cwd=out, gpu_settle_s=0)
+            paths=ScriptPaths(out / "results" / f"{cell.cell_id}.json",
+                              out / "logs" / f"{cell.cell_id}.log"),
+            limits=Limits(wall_limit_s=900, silence_limit_s=600, gpu_settle_s=0), cwd=out)
     assert outcome.result is not None, outcome.log_tail[-3000:]
     assert outcome.result.status == "ok", (outcome.result.error, outcome.log_tail[-3000:])
     return outcome.result

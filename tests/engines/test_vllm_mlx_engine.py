@@ -15,8 +15,9 @@ import pytest
 from tests.fakes.scripts import assert_gone, run_cell_script
 from triagebot.engines import adapter, vllm_mlx
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell, CellWorkload, Plan, RunResult, Sampling, SpecParams
+from triagebot.plan_model import Budget, Cell, CellWorkload, Plan, Sampling, SpecParams
 from triagebot.render import render_cell
+from triagebot.run_result import RunResult
 
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "vllm_mlx_stub" / "fake_vllm_mlx.py"
 NUM_PROMPTS, MAX_TOKENS, RUNS, WARMUPS = 5, 6, 2, 1

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from triagebot.model import RunResult
+from triagebot.run_result import RunResult
 
 
 def run_cell_script(text: str, tmp_path: Path, log_var: str,

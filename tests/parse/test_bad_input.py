@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from triagebot.model import ReproRequest
 from triagebot.parse import parse_report
+from triagebot.request_model import ReproRequest
 
 NESTED = "[" * 5000 + "]" * 5000
 BAD_INPUTS: dict[str, str | bytes] = {

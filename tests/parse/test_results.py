@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import dev_lines as _dev
 from tests.conftest import seed_lines as _seed
-from triagebot.model import Evidence, ReportedNumber
 from triagebot.parse.results import find_reported_numbers, summarise
+from triagebot.request_model import Evidence, ReportedNumber
 
 FIXTURES = Path(__file__).parent / "fixtures" / "results"
 

@@ -8,12 +8,12 @@ from tests.conftest import seed_path
 from triagebot.engines import mlx_standin, standins
 from triagebot.engines.vllm_cpu import locked_releases, mm_releases
 from triagebot.errors import PlanRejected
-from triagebot.model import CellWorkload, Plan, Sampling
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan import cpu as C
 from triagebot.plan.defaults import Choices
+from triagebot.plan_model import CellWorkload, Plan, Sampling
 from triagebot.render import render_cell
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Budget
 
 OLD_RELEASE = """\
 With vLLM 0.9 the MTP head of our model gives almost no speedup.

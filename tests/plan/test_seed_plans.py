@@ -6,10 +6,10 @@ import pytest
 
 from tests.conftest import seed_path
 from triagebot.errors import PlanRejected
-from triagebot.model import Plan
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
 from triagebot.render import render_plan
 
 
@@ -121,7 +121,7 @@ def test_plans_are_deterministic() -> None:
 
 
 def test_trust_remote_code_only_for_allowlisted_models() -> None:
-    from triagebot.model import PlanPolicy
+    from triagebot.plan_model import PlanPolicy
 
     def trusts(text: str) -> bool:
         return "'trust_remote_code': True" in text or "'--trust-remote-code'" in text

@@ -9,7 +9,6 @@ import pytest
 from tests.plan.test_cpu_plan import plan_for
 from tests.report import load_fixture
 from triagebot.errors import PlanRejected
-from triagebot.model import Plan
 from triagebot.plan.synthetic import (
     PREFIX,
     ArmRequest,
@@ -19,6 +18,7 @@ from triagebot.plan.synthetic import (
     reported_pin,
     why_not,
 )
+from triagebot.plan_model import Plan
 
 
 def _plan(version: str = "0.25.1") -> Plan:

@@ -9,12 +9,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tests.report import load_fixture
-from triagebot.model import Plan, RunResult
+from triagebot.plan_model import Plan
 from triagebot.progress import Pace
 from triagebot.run.cell_envs import CellEnv, CellEnvs
 from triagebot.run.provision import ProvisionedEnv
 from triagebot.run.rounds import RunSettings, Session, escalation
 from triagebot.run.schedule import Slot
+from triagebot.run_result import RunResult
 
 
 def _session(plan: Plan, results: Mapping[str, Sequence[RunResult]], tmp_path: Path,

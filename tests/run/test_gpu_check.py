@@ -23,7 +23,7 @@ import pytest
 from bench import gpu_check
 from tests.conftest import shared_path
 from triagebot.engines import standins as recipes
-from triagebot.model import Cell, CellWorkload, Plan, Sampling, SpecParams
+from triagebot.plan_model import Cell, CellWorkload, Plan, Sampling, SpecParams
 from triagebot.run import standins
 from triagebot.run.gpu import parse_smi_query
 

@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.processes import process_state
-from triagebot.model import Budget, RunResult
+from triagebot.plan_model import Budget
 from triagebot.render import environment
 from triagebot.run.live import LivePool, LiveScript, tree_rss_bytes
+from triagebot.run_result import RunResult
 
 BODY = """
 import subprocess
@@ -48,7 +49,7 @@ if __name__ == "__main__":
 
 
 def _script(tmp_path: Path) -> Path:
-    from triagebot.model import CellWorkload, Sampling
+    from triagebot.plan_model import CellWorkload, Sampling
 
     runtime = environment().get_template("_common/runtime.py.j2").render(
         cell={"cell_id": "c0123456789", "engine": "vllm"}, budget=Budget(runs=3, warmups=1),
@@ -211,7 +212,7 @@ if __name__ == "__main__":
 def test_the_pool_tells_every_engine_to_end_before_waiting_for_any(tmp_path: Path) -> None:
     """Each engine here ends only once all have been told to: closed one after another,
     the first would wait out its grace and be killed before its DONE file."""
-    from triagebot.model import CellWorkload, Sampling
+    from triagebot.plan_model import CellWorkload, Sampling
 
     runtime = environment().get_template("_common/runtime.py.j2").render(
         cell={"cell_id": "c0123456789", "engine": "vllm"}, budget=Budget(runs=3, warmups=1),

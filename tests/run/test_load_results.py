@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from triagebot.model import RunMeasurement, RunResult
 from triagebot.run.orchestrate import load_results
+from triagebot.run_result import RunMeasurement, RunResult
 
 
 def test_rounds_come_back_in_numeric_order(tmp_path: Path) -> None:

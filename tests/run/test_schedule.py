@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from triagebot.model import Budget, Cell, CellWorkload, Comparison, Plan, Sampling
+from triagebot.plan_model import Budget, Cell, CellWorkload, Comparison, Plan, Sampling
 from triagebot.run.schedule import (
     Slot,
     aa_pairs,

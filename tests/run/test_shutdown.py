@@ -21,7 +21,7 @@ import pytest
 
 from tests.fakes.processes import process_state
 from tests.fakes.signals import as_from_a_terminal
-from triagebot.model import Budget
+from triagebot.plan_model import Budget
 from triagebot.render import environment
 from triagebot.run import leftovers
 
@@ -58,7 +58,7 @@ from pathlib import Path
 from triagebot.run.leftovers import OWNER_VAR, owner_tag
 from triagebot.run.live import LivePool, LiveScript
 from triagebot.run.shutdown import run_until_stopped
-from triagebot.run.supervise import run_script
+from triagebot.run.supervise import Limits, ScriptPaths, run_script
 
 engine, one_shot, folder, scope, mode = sys.argv[1:6]
 folder = Path(folder)
@@ -79,8 +79,9 @@ def main():
                            env={**os.environ, **env}, check=False)
         elif mode == "one-shot":
             run_script(Path(one_shot), python=sys.executable, env=env,
-                       result_path=folder / "once.json", log_path=folder / "once.log",
-                       wall_limit_s=600, silence_limit_s=60, grace_s=60, gpu_settle_s=0)
+                       paths=ScriptPaths(folder / "once.json", folder / "once.log"),
+                       limits=Limits(wall_limit_s=600, silence_limit_s=60, grace_s=60,
+                                     gpu_settle_s=0))
         else:
             time.sleep(600)
     finally:

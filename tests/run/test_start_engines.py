@@ -15,7 +15,7 @@ import textwrap
 from pathlib import Path
 
 from tests.report import load_fixture
-from triagebot.model import Budget, CellWorkload, Plan, Sampling
+from triagebot.plan_model import Budget, CellWorkload, Plan, Sampling
 from triagebot.progress import Event, Pace
 from triagebot.render import environment
 from triagebot.run.cell_envs import CellEnv, CellEnvs

@@ -13,16 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from triagebot.model import RunResult
 from triagebot.run import gpu
 from triagebot.run.supervise import (
     TAIL_BYTES,
     CellOutcome,
+    Limits,
+    ScriptPaths,
     child_environment,
     classify,
     read_result,
     run_script,
 )
+from triagebot.run_result import RunResult
 
 OK_RESULT = {
     "cell_id": "c0123456789", "engine": "transformers", "status": "ok",
@@ -36,9 +38,11 @@ def _run(tmp_path: Path, body: str, **kw: object) -> CellOutcome:
     limits: dict[str, object] = {"wall_limit_s": 30.0, "silence_limit_s": 30.0, "grace_s": 1.0}
     limits.update(kw)
     env = limits.pop("env", {})
+    on_line = limits.pop("on_line", None)
     return run_script(script, python=sys.executable, env=env,  # type: ignore[arg-type]
-                      result_path=tmp_path / "result.json", log_path=tmp_path / "cell.log",
-                      **limits)  # type: ignore[arg-type]
+                      paths=ScriptPaths(tmp_path / "result.json", tmp_path / "cell.log"),
+                      limits=Limits(**limits),  # type: ignore[arg-type]
+                      on_line=on_line)  # type: ignore[arg-type]
 
 
 def _gone(pid: int, within_s: float = 5.0) -> bool:
@@ -226,8 +230,8 @@ def test_interpreter_that_cannot_start(tmp_path: Path) -> None:
     script = tmp_path / "cell.py"
     script.write_text("print('hi')\n")
     out = run_script(script, python=str(tmp_path / "no-python"), env={},
-                     result_path=tmp_path / "r.json", log_path=tmp_path / "l.log",
-                     wall_limit_s=5, silence_limit_s=5)
+                     paths=ScriptPaths(tmp_path / "r.json", tmp_path / "l.log"),
+                     limits=Limits(wall_limit_s=5, silence_limit_s=5))
     assert out.status == "failed" and "could not start" in (out.error or "")
 
 

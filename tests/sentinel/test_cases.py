@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from triagebot.model import ReproRequest
 from triagebot.overrides import parse_overrides
 from triagebot.plan import build_plan
 from triagebot.repo_config import RepoConfig, RepoConfigError, parse_repo_config
+from triagebot.request_model import ReproRequest
 from triagebot.sentinel.cases import (
     CPU_LEFT_OUT,
     default_cases,

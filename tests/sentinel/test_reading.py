@@ -8,9 +8,11 @@ import random
 import pytest
 
 from triagebot.analyze.findings import analyze
-from triagebot.model import Plan, ReproRequest, RunMeasurement, RunResult, SpecCounters
 from triagebot.overrides import parse_overrides
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
+from triagebot.request_model import ReproRequest
+from triagebot.run_result import RunMeasurement, RunResult, SpecCounters
 from triagebot.sentinel.cases import default_cases, overrides
 from triagebot.sentinel.flags import flags_for
 from triagebot.sentinel.models import SentinelCase

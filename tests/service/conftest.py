@@ -16,7 +16,7 @@ from tests.service.support import small_plan
 from tests.service.threads import ISSUE_BODY
 from triagebot.github.client import GitHubClient
 from triagebot.jobs.store import JobStore
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.settings import Settings
 from triagebot.workers.app import create_celery
 from triagebot.workers.triage import Triage

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from triagebot.jobs.record import JobRecord, job_id
-from triagebot.model import Plan
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
 
 # The link key job ids are made with in these tests (a deployment's comes from its secrets).
 LINK_KEY = b"service-tests-link-key"

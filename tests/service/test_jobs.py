@@ -12,8 +12,9 @@ import redis
 from tests.service.support import LINK_KEY, REPORT, record
 from triagebot.jobs.record import JobError, job_id
 from triagebot.jobs.store import JobStore
-from triagebot.model import Plan, RunResult
 from triagebot.parse import parse_report
+from triagebot.plan_model import Plan
+from triagebot.run_result import RunResult
 from triagebot.settings import Settings
 
 

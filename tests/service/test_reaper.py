@@ -9,7 +9,7 @@ from tests.fakes.github_fixture import REPO
 from tests.service.support import record
 from tests.service.threads import bot_comments, comment_event, queued
 from triagebot.jobs.store import JobStore
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery

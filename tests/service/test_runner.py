@@ -10,7 +10,7 @@ import redis
 
 from tests.service.support import record
 from triagebot.jobs.store import JobStore
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery

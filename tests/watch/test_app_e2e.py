@@ -41,10 +41,10 @@ from triagebot.github.markers import has_marker
 from triagebot.jobs.record import JobRecord, job_id
 from triagebot.jobs.store import JobStore
 from triagebot.jobs.watches import WatchRecord, WatchStore
-from triagebot.model import RunMeasurement, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.run_result import RunMeasurement, RunResult
 from triagebot.web.app import create_app
 from triagebot.web.signature import sign
 

@@ -10,10 +10,12 @@ import pytest
 
 from triagebot.analyze.findings import analyze
 from triagebot.errors import PlanRejected
-from triagebot.model import Plan, ReproRequest, RunMeasurement, RunResult
 from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan
+from triagebot.request_model import ReproRequest
+from triagebot.run_result import RunMeasurement, RunResult
 from triagebot.watch.states import judge
 from triagebot.watch.steps import (
     crash_line,

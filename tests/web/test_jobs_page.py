@@ -13,7 +13,7 @@ from tests.service.support import LINK_KEY
 from triagebot.jobs.record import JobRecord, job_id
 from triagebot.jobs.store import JobStore
 from triagebot.links import job_url
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.settings import Settings
 
 HOSTILE_TITLE = "MTP slow <script>alert('title')</script>"

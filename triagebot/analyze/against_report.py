@@ -34,8 +34,10 @@ from triagebot.analyze.findings_models import (
     ComparisonFinding,
     NoiseBand,
 )
-from triagebot.model import Cell, Plan, ReproRequest, RunEnv
 from triagebot.plan.synthetic import is_pinned
+from triagebot.plan_model import Cell, Plan
+from triagebot.request_model import ReproRequest
+from triagebot.run_result import RunEnv
 
 RATE_TOLERANCE = 0.05
 LENGTH_TOLERANCE = 0.10

@@ -14,7 +14,8 @@ from triagebot.analyze.spec import (
     tokens_per_step,
 )
 from triagebot.analyze.throughput_metric import throughput_metric
-from triagebot.model import Cell, RunResult, SpecCounters
+from triagebot.plan_model import Cell
+from triagebot.run_result import RunResult, SpecCounters
 
 FAILED_STATUSES = ("failed", "crashed", "oom")
 LOSSY_REJECTION = ("synthetic", "fly")
@@ -63,8 +64,8 @@ def _forward_counts(ok: Sequence[RunResult]) -> tuple[int | None, int | None]:
     return (steps, tokens) if steps and tokens else (None, None)
 
 
-def _stage_mean(stats_: object, stage: str) -> float | None:
-    entry = stats_.get(stage) if isinstance(stats_, dict) else None
+def _stage_mean(stage_stats: object, stage: str) -> float | None:
+    entry = stage_stats.get(stage) if isinstance(stage_stats, dict) else None
     mean = entry.get("mean") if isinstance(entry, dict) else None
     if isinstance(mean, int | float) and not isinstance(mean, bool) and 0 < mean < 1e9:
         return float(mean)

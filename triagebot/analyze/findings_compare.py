@@ -29,8 +29,9 @@ from triagebot.analyze.spec import (
     step_seconds,
 )
 from triagebot.engines import standins
-from triagebot.model import Cell, Comparison, Plan, RunResult
 from triagebot.plan.synthetic import is_pinned
+from triagebot.plan_model import Cell, Comparison, Plan
+from triagebot.run_result import RunResult
 
 # --- comparisons ------------------------------------------------------------------------
 
@@ -186,8 +187,8 @@ def interaction_finding(
         return None
     top, bottom = by_name[comp.of[0]], by_name[comp.of[1]]
     res = stats.interaction(
-        _samples(top.numerator, results), _samples(top.denominator, results),
-        _samples(bottom.numerator, results), _samples(bottom.denominator, results),
+        (_samples(top.numerator, results), _samples(top.denominator, results)),
+        (_samples(bottom.numerator, results), _samples(bottom.denominator, results)),
         band, name=comp.name,
     )
     return InteractionFinding(name=comp.name, question=comp.question, of=list(comp.of),

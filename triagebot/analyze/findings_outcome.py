@@ -21,7 +21,9 @@ from triagebot.analyze.findings_models import (
 )
 from triagebot.analyze.outcome_models import NeverEngaged, Outcome
 from triagebot.analyze.signatures import Signature, match_log
-from triagebot.model import Cell, NotCompared, Plan, ReproRequest, RunResult
+from triagebot.plan_model import Cell, NotCompared, Plan
+from triagebot.request_model import ReproRequest
+from triagebot.run_result import RunResult
 
 # --- logs and hints ---------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import re
 
 from triagebot.analyze.signatures import message_of
 from triagebot.analyze.step_split_models import CudagraphModes
-from triagebot.model import Cell
+from triagebot.plan_model import Cell
 
 # V1 runner: "Capturing CUDA graphs (decode, FULL)"; V2: "Capturing CUDA graphs (FULL)".
 _TARGET_CAPTURE = re.compile(

@@ -17,7 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 
 from triagebot.analyze.findings_models import GraphCheck, Hint
-from triagebot.model import Cell, CudaGraphEvidence, Plan, RunEnv, RunResult
+from triagebot.plan_model import Cell, Plan
+from triagebot.run_result import CudaGraphEvidence, RunEnv, RunResult
 
 # vLLM's model runner logs these around its CUDA graph capture.
 _CAPTURE = re.compile(r"Graph capturing finished[^\n]*|Capturing CUDA graphs?[^\n]{0,80}")

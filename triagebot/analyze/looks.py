@@ -184,12 +184,25 @@ class Look:
     futile: BoolArray  # UNKNOWN, closed, and the estimate outside the margin: stop
 
 
+@dataclass(frozen=True)
+class Rule:
+    """What every look of a comparison is judged by: the margin and negligible band, each
+    test's error, and the spending and power the DIFFERENT test's target is designed for."""
+
+    margin: float = DEFAULT_MARGIN
+    negligible: float = DEFAULT_NEGLIGIBLE
+    alpha: float = DEFAULT_ALPHA
+    same_alpha: float = SAME_ALPHA
+    gamma: float = GAMMA_DIFFERENT
+    power: float = DESIGN_POWER
+
+
+DEFAULT_RULE: Final = Rule()
+
+
 def judge(
-    fit: blocks.BlockFit, schedule: Sequence[int], look: int, closed_before: BoolArray, *,
-    margin: float = DEFAULT_MARGIN, negligible: float = DEFAULT_NEGLIGIBLE,
-    alpha: float = DEFAULT_ALPHA, same_alpha: float = SAME_ALPHA,
-    gamma: float = GAMMA_DIFFERENT, power: float = DESIGN_POWER,
-    target: IntArray | None = None,
+    fit: blocks.BlockFit, schedule: Sequence[int], look: int, closed_before: BoolArray,
+    rule: Rule = DEFAULT_RULE, *, target: IntArray | None = None,
 ) -> Look:
     """The verdicts of one look, for the report and the power simulation alike.
 
@@ -197,14 +210,15 @@ def judge(
     an earlier look; they can no longer be called DIFFERENT. `target` replaces the
     noise-based target (the bench's spending by share of the schedule: the last look)."""
     if target is None:
-        target = target_runs(fit.sigma, schedule, alpha, negligible, power, fit.df)
+        target = target_runs(fit.sigma, schedule, rule.alpha, rule.negligible, rule.power,
+                             fit.df)
     dz = np.where(closed_before, np.inf,
-                  different_bounds(schedule, look, target, alpha, gamma))
-    codes, t_stat, c, e = classify(fit, dz, same_bounds(schedule, same_alpha)[look], margin,
-                                   negligible)
+                  different_bounds(schedule, look, target, rule.alpha, rule.gamma))
+    codes, t_stat, c, e = classify(fit, dz, same_bounds(schedule, rule.same_alpha)[look],
+                                   rule.margin, rule.negligible)
     last = look == len(schedule) - 1
     closed = closed_before | (target <= schedule[look]) | last
     with np.errstate(invalid="ignore"):
-        outside = np.abs(fit.theta) >= math.log1p(margin)
+        outside = np.abs(fit.theta) >= math.log1p(rule.margin)
     futile = (codes == UNKNOWN) & closed & outside
     return Look(codes, t_stat, c, e, target, closed, futile)

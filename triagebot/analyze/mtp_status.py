@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from triagebot.model import Plan, RunResult
+from triagebot.plan_model import Plan
+from triagebot.run_result import RunResult
 
 _COUNTERS = ("attempted", "accepted", "rejected", "errors")
 

@@ -26,8 +26,9 @@ from triagebot.analyze.findings_models import CellFinding, ComparisonFinding
 from triagebot.analyze.mtp_status import mtp_switched_off, mtp_totals
 from triagebot.analyze.outcome_models import NeverEngaged, NeverEngagedCase
 from triagebot.analyze.spec import SAME_TOKENS_PER_STEP
-from triagebot.model import Cell, Plan, RunResult
 from triagebot.plan.synthetic import is_pinned
+from triagebot.plan_model import Cell, Plan
+from triagebot.run_result import RunResult
 
 _CASE_WORDS: dict[NeverEngagedCase, str] = {
     "zero_drafts": "zero drafts", "length_one": "acceptance length exactly 1.00",

@@ -30,7 +30,7 @@ from triagebot.analyze.findings_models import (
     StepCost,
     StepCostFit,
 )
-from triagebot.model import SpecCounters
+from triagebot.run_result import SpecCounters
 
 COLLAPSE_LENGTH = 1.1
 COLLAPSE_RATE_FRACTION = 0.5

@@ -26,7 +26,7 @@ from triagebot.analyze.arrays import FloatArray, Samples
 from triagebot.analyze.findings_models import CellSummary, Interaction, NoiseBand
 from triagebot.analyze.verdict import DEFAULT_ALPHA, margin_band
 from triagebot.analyze.verdict_words import Verdict
-from triagebot.model import RunResult
+from triagebot.run_result import RunResult
 
 CI_LEVEL: Final = 0.95
 RESAMPLES: Final = 2000
@@ -221,10 +221,8 @@ def noise_band(
 
 
 def interaction(
-    a1: Samples,
-    b1: Samples,
-    a2: Samples,
-    b2: Samples,
+    top: tuple[Samples, Samples],
+    bottom: tuple[Samples, Samples],
     band: NoiseBand | None = None,
     *,
     alpha: float = DEFAULT_ALPHA,
@@ -233,7 +231,8 @@ def interaction(
     resamples: int = RESAMPLES,
     seed: int = SEED,
 ) -> Interaction:
-    """(a1/b1) / (a2/b2) with a bootstrap CI, e.g. spec/no-spec under graph over eager.
+    """(a1/b1) / (a2/b2) with a bootstrap CI, where `top` is (a1, b1) and `bottom` is
+    (a2, b2): e.g. spec/no-spec under graph over eager.
 
     There is no rank test for a ratio of ratios, so the verdict uses the CI alone, at the
     strictness alpha asks for: DIFFERENT when the (1 - alpha) CI lies outside the band,
@@ -246,7 +245,7 @@ def interaction(
         **base_band.model_dump(exclude={"low", "high", "half_width", "note"}),
         note=(base_band.note + "; ×√2 for a ratio of ratios").lstrip("; "),
     )
-    xs = [_clean(s)[0] for s in (a1, b1, a2, b2)]
+    xs = [_clean(s)[0] for s in (*top, *bottom)]
     counts = {"n_a1": xs[0].size, "n_b1": xs[1].size, "n_a2": xs[2].size, "n_b2": xs[3].size}
     head = {
         "name": name,

@@ -18,7 +18,8 @@ from triagebot.analyze.findings_compare import cell_context, context_text
 from triagebot.analyze.graph_modes import cudagraph_modes
 from triagebot.analyze.graphs import on_gpu
 from triagebot.analyze.step_split_models import CellSplit, StepPart, StepSplitFinding
-from triagebot.model import Cell, Plan, RunResult
+from triagebot.plan_model import Cell, Plan
+from triagebot.run_result import RunResult
 from triagebot.step_profile import PART_WORDS, PARTS, StepProfile
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,7 +32,6 @@ from triagebot.analyze.findings_models import (
     ComparisonResult,
 )
 from triagebot.analyze.synthetic_models import Cause, PinnedMode
-from triagebot.model import Cell, Plan, ReproRequest
 from triagebot.plan.synthetic import (
     PREFIX,
     ArmRequest,
@@ -41,6 +41,8 @@ from triagebot.plan.synthetic import (
     reported_pin,
     why_not,
 )
+from triagebot.plan_model import Cell, Plan
+from triagebot.request_model import ReproRequest
 
 
 class PinnedCall(BaseModel):
@@ -187,8 +189,8 @@ def _mode_finding(plan: Plan, finding: ComparisonFinding, spec: Cell,
     else:
         even, even_ci, source = None, None, ""
     where = f" under {mode}" if mode else ""
-    cause, sentence = _verdict_sentence(method, k, where, measured, res, full, rep,
-                                        rep_length, even, even_ci)
+    cause, sentence = _verdict_sentence(method, k, where, measured,
+                                        _Weighed(res, full, rep, rep_length), even, even_ci)
     return PinnedMode(
         mode=mode, method=method, k=k, measured_length=measured, measured_ratio=res.ratio,
         full_ratio=full.result.ratio if full else None,
@@ -230,11 +232,21 @@ _NAMES = {"mtp": "MTP", "eagle": "EAGLE", "eagle3": "EAGLE-3", "ngram": "ngram",
           "medusa": "Medusa"}
 
 
+@dataclass(frozen=True)
+class _Weighed:
+    """What the sentence weighs: the spec cell's comparison, its pinned arms (full
+    acceptance, the reporter's) and the acceptance length the reporter's arm pins."""
+
+    res: ComparisonResult
+    full: ComparisonFinding | None
+    rep: ComparisonFinding | None
+    rep_length: float | None
+
+
 def _verdict_sentence(method: str, k: int, where: str, measured: float | None,
-                      res: ComparisonResult, full: ComparisonFinding | None,
-                      rep: ComparisonFinding | None, rep_length: float | None,
-                      even: float | None, even_ci: tuple[float, float] | None
-                      ) -> tuple[Cause, str]:
+                      weighed: _Weighed, even: float | None,
+                      even_ci: tuple[float, float] | None) -> tuple[Cause, str]:
+    res, full, rep, rep_length = weighed.res, weighed.full, weighed.rep, weighed.rep_length
     name = _NAMES.get(method, method)
     pays = (f"it pays from acceptance length {even:.2f}"
             + (f" [{even_ci[0]:.2f}, {even_ci[1]:.2f}]" if even_ci else "")

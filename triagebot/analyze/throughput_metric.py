@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from triagebot.model import Cell
+from triagebot.plan_model import Cell
 
 
 class ThroughputMetric(BaseModel):

@@ -2,9 +2,9 @@
 
 The quantity is theta = log(geometric mean of A / geometric mean of B) of per-run
 throughput, estimated with rounds as blocks (`blocks.fit`), with standard error se on df
-degrees of freedom, and T = theta / se. README's "Statistics" section states the design
-and the figures that back it, each measured in `bench/` (`stats_power.py`,
-`pooled_noise.py`, `runner_sim.py`); this docstring says only what the code does and why.
+degrees of freedom, and T = theta / se. docs/statistics.md states the design and links
+the measurements that back it (in `bench/results/`); this docstring says only what the
+code does and why.
 
 **Error budget**, held over every look however many there are: DIFFERENT when nothing
 changed at most `alpha`, two-sided; SAME when the true ratio is outside the margin at
@@ -45,7 +45,7 @@ difference is called DIFFERENT whenever it is detected before SAME is. A repo ca
 `[verdict] negligible_pct` (below `margin_pct`): T then measures the distance from the
 band, T = sign(theta)·max(|theta| - log(1 + negligible), 0) / se, testing
 H0: |log ratio| <= log(1 + negligible), at the price of power; the default keeps the band
-at 0 because no setting keeps both (README, "Statistics").
+at 0 because no setting keeps both (docs/statistics.md).
 
 **Whose noise.** se comes from the pair's own runs. Pooling the noise over every cell of
 the plan was measured and not adopted: it lets too much through when one cell of the pair
@@ -78,13 +78,14 @@ from triagebot.analyze.looks import DEFAULT_ALPHA as DEFAULT_ALPHA
 from triagebot.analyze.looks import DEFAULT_MARGIN as DEFAULT_MARGIN
 from triagebot.analyze.looks import DEFAULT_NEGLIGIBLE as DEFAULT_NEGLIGIBLE
 from triagebot.analyze.looks import (
+    DEFAULT_RULE,
     DIFFERENT,
     MIN_RUNS,
     RUN_STEP,
     SAME,
-    SAME_ALPHA,
     UNKNOWN,
     Look,
+    Rule,
     judge,
     look_schedule,
     next_look,
@@ -161,13 +162,11 @@ def evaluate(
     *,
     look: int,
     schedule: Sequence[int],
-    margin: float = DEFAULT_MARGIN,
-    negligible: float = DEFAULT_NEGLIGIBLE,
-    alpha: float = DEFAULT_ALPHA,
-    same_alpha: float = SAME_ALPHA,
+    rule: Rule = DEFAULT_RULE,
     name: str = "",
 ) -> tuple[ComparisonResult, bool]:
     """The verdict of one look, and whether more runs could turn UNKNOWN into a verdict."""
+    margin, negligible = rule.margin, rule.negligible
     a, da, bad_a = _clean_rounds(a_rounds)
     b, db, bad_b = _clean_rounds(b_rounds)
     flat_a = np.concatenate(a) if a else np.empty(0)
@@ -186,14 +185,12 @@ def evaluate(
                                 reason=problem + dropped), fixable
     log_a, log_b = [np.log(x) for x in a], [np.log(x) for x in b]
     fit = blocks.fit([x[None, :] for x in log_a], [y[None, :] for y in log_b])
-    judge_at = partial(judge, schedule=schedule, margin=margin, negligible=negligible,
-                       alpha=alpha, same_alpha=same_alpha)
+    judge_at = partial(judge, schedule=schedule, rule=rule)
     before, decided = _history(log_a, log_b, schedule, look, judge_at)
     if decided is not None:
         rounds, at = decided
         res, _ = evaluate(a_rounds[:rounds], b_rounds[:rounds], look=at, schedule=schedule,
-                          margin=margin, negligible=negligible, alpha=alpha,
-                          same_alpha=same_alpha, name=name)
+                          rule=rule, name=name)
         later = max(flat_a.size - res.n_a, flat_b.size - res.n_b)
         return res.model_copy(update={"reason": (
             f"{res.reason}; decided at {res.n_a} v {res.n_b} runs, before the {later} "
@@ -206,28 +203,30 @@ def evaluate(
                                 reason=f"too few runs to estimate the noise (df={df:.0f})"
                                 + dropped), True
     verdict = VERDICTS[int(seen.codes[0])]
-    tt, cc, ee = float(seen.t_stat[0]), float(seen.different_t[0]), float(seen.same_t[0])
+    t_stat = float(seen.t_stat[0])
+    different_bound, same_bound = float(seen.different_t[0]), float(seen.same_t[0])
     target, closed = int(seen.target[0]), bool(seen.closed[0])
-    lo, hi = math.exp(theta - ee * se), math.exp(theta + ee * se)
-    p = float(2.0 * student_t.sf(abs(tt), df))
-    look_alpha = float(2.0 * student_t.sf(cc, df)) if math.isfinite(cc) else 0.0
+    lo, hi = math.exp(theta - same_bound * se), math.exp(theta + same_bound * se)
+    p = float(2.0 * student_t.sf(abs(t_stat), df))
+    look_alpha = (float(2.0 * student_t.sf(different_bound, df))
+                  if math.isfinite(different_bound) else 0.0)
     where = f"look {look + 1} of {len(schedule)}"
     interval = f"[{lo:.3f}, {hi:.3f}]"
     inside = f"±{margin:.0%}"
     if verdict == "SAME":
-        real = (f"; the {math.expm1(theta):+.1%} difference is real (|T|={abs(tt):.1f}) "
-                "but inside the margin" if abs(tt) >= cc else "")
+        real = (f"; the {math.expm1(theta):+.1%} difference is real (|T|={abs(t_stat):.1f}) "
+                "but inside the margin" if abs(t_stat) >= different_bound else "")
         reason = f"{interval} lies inside {inside} at {where}{real}"
     elif verdict == "DIFFERENT":
         beyond = f" beyond the ±{negligible:.1%} negligible band" if negligible > 0 else ""
-        reason = (f"|T|={abs(tt):.1f}{beyond} ≥ {cc:.2f} at {where} "
+        reason = (f"|T|={abs(t_stat):.1f}{beyond} ≥ {different_bound:.2f} at {where} "
                   f"(p={p:.2g} ≤ {look_alpha:.2g})")
     elif before:
         reason = (f"{interval} crosses the {inside} margin, and the DIFFERENT test spent "
                   f"its error by an earlier look (target {target} runs per arm)")
     else:
-        reason = (f"{interval} crosses the {inside} margin and |T|={abs(tt):.1f} is below "
-                  f"{cc:.2f} at {where}")
+        reason = (f"{interval} crosses the {inside} margin and |T|={abs(t_stat):.1f} is below "
+                  f"{different_bound:.2f} at {where}")
     futile = bool(seen.futile[0])
     if futile and look < len(schedule) - 1:
         reason += (f"; the estimate ({math.expm1(theta):+.1%}) lies outside the margin and "
@@ -238,13 +237,13 @@ def evaluate(
         ratio=math.exp(theta),
         ci_low=lo,
         ci_high=hi,
-        ci_level=max(0.0, 1.0 - 2.0 * float(student_t.sf(ee, df))),
+        ci_level=max(0.0, 1.0 - 2.0 * float(student_t.sf(same_bound, df))),
         p_value=p,
         p_method="t on log throughput, rounds as blocks",
         alpha=look_alpha,
-        t_stat=tt,
-        different_bound=cc if math.isfinite(cc) else None,
-        same_bound=ee,
+        t_stat=t_stat,
+        different_bound=different_bound if math.isfinite(different_bound) else None,
+        same_bound=same_bound,
         df=df,
         rounds=fit.rounds,
         run_cv=math.expm1(float(fit.sigma[0])),
@@ -283,14 +282,28 @@ def _history(log_a: list[FloatArray], log_b: list[FloatArray], schedule: Sequenc
 
 
 class VerdictTerms(TypedDict, total=False):
-    """What `compare` and `next_step` pass through to `evaluate` unchanged; the defaults
-    live in `evaluate` alone."""
+    """What `compare` and `next_step` pass on to `evaluate` as its `Rule` and name; the
+    defaults live in `Rule` alone."""
 
     margin: float
     negligible: float
     alpha: float
     same_alpha: float
     name: str
+
+
+class _RuleAndName(TypedDict):
+    rule: Rule
+    name: str
+
+
+def _rule_and_name(terms: VerdictTerms) -> _RuleAndName:
+    defaults = DEFAULT_RULE
+    rule = Rule(margin=terms.get("margin", defaults.margin),
+                negligible=terms.get("negligible", defaults.negligible),
+                alpha=terms.get("alpha", defaults.alpha),
+                same_alpha=terms.get("same_alpha", defaults.same_alpha))
+    return {"rule": rule, "name": terms.get("name", "")}
 
 
 def compare(
@@ -300,7 +313,7 @@ def compare(
 ) -> ComparisonResult:
     """A single, final look (fixed sample): the A/A pair and one-off comparisons."""
     runs = max(1, min(sum(len(r) for r in a_rounds), sum(len(r) for r in b_rounds)))
-    return evaluate(a_rounds, b_rounds, look=0, schedule=[runs], **terms)[0]
+    return evaluate(a_rounds, b_rounds, look=0, schedule=[runs], **_rule_and_name(terms))[0]
 
 
 def next_step(
@@ -322,7 +335,8 @@ def next_step(
     schedule = look_schedule(max_runs, min_runs, step)
     reached = [i for i, n in enumerate(schedule) if n <= runs_so_far]
     look = reached[-1] if reached else 0
-    result, fixable = evaluate(a_rounds, b_rounds, look=look, schedule=schedule, **terms)
+    result, fixable = evaluate(a_rounds, b_rounds, look=look, schedule=schedule,
+                               **_rule_and_name(terms))
     common = {"runs_so_far": runs_so_far, "max_runs": max_runs, "look": look,
               "looks_planned": len(schedule), "schedule": schedule}
     if not reached:

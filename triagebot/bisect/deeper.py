@@ -17,7 +17,7 @@ from triagebot.bisect.commits import commit_window, first_parent
 from triagebot.bisect.ranges import BisectError, Direction
 from triagebot.bisect.rank import CommitInfo, RankedCommit, commits_from_compare, rank, subject_of
 from triagebot.bisect.runner import BisectRun, CommitPlan
-from triagebot.model import ReproRequest
+from triagebot.request_model import ReproRequest
 
 if TYPE_CHECKING:
     from triagebot.github.client import GitHubClient

@@ -11,7 +11,7 @@ from triagebot.bisect import envs, ranges, search
 from triagebot.bisect.endpoints import nightly_span, start_level
 from triagebot.bisect.spec import BisectSpec
 from triagebot.frozen import Frozen
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.run.provision import ProvisionError
 from triagebot.settings import Settings
 

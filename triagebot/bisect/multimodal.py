@@ -14,7 +14,7 @@ from pathlib import Path
 
 from triagebot.bisect.ranges import BisectError, BisectRange
 from triagebot.engines import vllm_cpu as locks
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.run import vllm_cpu
 
 MM = locks.MM

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from triagebot.frozen import Frozen
-from triagebot.model import ReproRequest
+from triagebot.request_model import ReproRequest
 
 _SPEC_PATHS = ("spec_decode", "speculative", "rejection_sampler", "spec_decoding",
                "draft", "proposer")

@@ -31,11 +31,12 @@ from triagebot.bisect.ranges import BisectError, BisectRange, Level, nightly_ran
 from triagebot.bisect.rank import CommitInfo
 from triagebot.bisect.search import Outcome, Step
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Plan, PlanPolicy, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.plan import build_plan
+from triagebot.plan_model import Budget, Plan, PlanPolicy
 from triagebot.progress import Event, describe
 from triagebot.render import RenderError, render_plan
+from triagebot.request_model import ReproRequest
 from triagebot.run import standins, vllm_cpu
 from triagebot.run.orchestrate import DEFAULT_CACHE, RunCancelled, RunSettings, execute
 from triagebot.run.provision import ProvisionError, provision
@@ -179,14 +180,29 @@ def _plan(point: str, request: ReproRequest, options: ReproOptions, *, level: Le
     return plan
 
 
-def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: list[str],
-             settings: BisectSettings, *, policy: PlanPolicy | None = None,
-             budget: Budget | None = None, log: Log = print,
-             stop: Callable[[], bool] | None = None, number: int = 1,
-             level: Level = "release", plan_version: str | None = None,
-             commit_index: str = "") -> Step:
+@dataclass(frozen=True)
+class StepInputs:
+    """What every step of a bisect is given: the report and its options, the errors that
+    make a step bad, the settings, the repo's policy and budget, where progress lines
+    go, and what asks the bisect to stop."""
+
+    request: ReproRequest
+    options: ReproOptions
+    errors: list[str]
+    settings: BisectSettings
+    policy: PlanPolicy | None = None
+    budget: Budget | None = None
+    log: Log = print
+    stop: Callable[[], bool] | None = None
+
+
+def run_step(point: str, inputs: StepInputs, *, number: int = 1, level: Level = "release",
+             plan_version: str | None = None, commit_index: str = "") -> Step:
     """One step: plan, provision, run, judge. Never raises for a bad build."""
     started = time.monotonic()
+    request, options, settings, log = (inputs.request, inputs.options, inputs.settings,
+                                       inputs.log)
+    policy, budget, stop = inputs.policy, inputs.budget, inputs.stop
     try:
         plan = _plan(point, request, options, level=level, plan_version=plan_version,
                      policy=policy, budget=budget)
@@ -232,7 +248,8 @@ def run_step(point: str, request: ReproRequest, options: ReproOptions, errors: l
     execution = execute(plan, scripts, request, run_settings, progress, stop=stop)
     logs = {cid: "\n".join(_read(path) for path in dict.fromkeys(o.log_path for o in outs))
             for cid, outs in execution.outcomes.items()}
-    verdict, why = predicate.step_verdict(execution.findings, errors=errors, logs=logs)
+    verdict, why = predicate.step_verdict(execution.findings, errors=inputs.errors,
+                                          logs=logs)
     return Step(point=point, verdict=verdict, level=level, reason=why,
                 measure=predicate.measure(execution.findings),
                 runs=predicate.runs_of(execution.findings),
@@ -250,20 +267,14 @@ def _read(path: str) -> str:
 class _Walk:
     """The arguments every step of every level shares."""
 
-    def __init__(self, request: ReproRequest, options: ReproOptions, errors: list[str],
-                 settings: BisectSettings, store: StepStore | None, *,
-                 policy: PlanPolicy | None, budget: Budget | None, log: Log,
-                 on_step: Callable[[BisectRun], None] | None,
-                 stop: Callable[[], bool] | None) -> None:
-        self.request, self.options, self.errors = request, options, errors
-        self.settings, self.store, self.policy, self.budget = settings, store, policy, budget
-        self.log, self.on_step, self.stop = log, on_step, stop
+    def __init__(self, inputs: StepInputs, store: StepStore | None,
+                 on_step: Callable[[BisectRun], None] | None) -> None:
+        self.inputs, self.store, self.on_step = inputs, store, on_step
+        self.settings, self.log = inputs.settings, inputs.log
 
     def step(self, run: BisectRun, point: str, number: int, plan_version: str | None
              ) -> Step:
-        return run_step(point, self.request, self.options, self.errors, self.settings,
-                        policy=self.policy, budget=self.budget, log=self.log,
-                        stop=self.stop, number=number, level=run.range.level,
+        return run_step(point, self.inputs, number=number, level=run.range.level,
                         plan_version=plan_version, commit_index=run.commit_index)
 
     def ends(self, run: BisectRun, saved: list[Step]) -> BisectRun:
@@ -301,7 +312,7 @@ class _Walk:
         plan_version = (anchor.outcome.last_old if rng.level == "commit" and anchor
                         and anchor.outcome else run.plan_version or None)
         while True:
-            if self.stop is not None and self.stop():
+            if self.inputs.stop is not None and self.inputs.stop():
                 raise RunCancelled(f"stopped after {len(steps)} {rng.level} step(s)")
             point = search.next_point(rng, steps)
             if point is None:
@@ -368,14 +379,14 @@ def _probe(run: BisectRun, request: ReproRequest, options: ReproOptions,
         return None
 
 
-def bisect(run: BisectRun, request: ReproRequest, options: ReproOptions, errors: list[str],
-           settings: BisectSettings, *, store: StepStore | None = None,
-           deeper: Deeper | None = None, policy: PlanPolicy | None = None,
-           budget: Budget | None = None, log: Log = print,
-           on_step: Callable[[BisectRun], None] | None = None,
-           stop: Callable[[], bool] | None = None) -> BisectRun:
+def bisect(run: BisectRun, inputs: StepInputs, *, store: StepStore | None = None,
+           deeper: Deeper | None = None,
+           on_step: Callable[[BisectRun], None] | None = None) -> BisectRun:
     """Search each level in turn; a level that ends without an exact answer, or with
     nothing below it, is the last."""
+    request, options, settings, log = (inputs.request, inputs.options, inputs.settings,
+                                       inputs.log)
+    policy, budget = inputs.policy, inputs.budget
     probe = _probe(run, request, options, policy, budget)
     if probe is not None:
         multimodal.check_range(probe, run.range, settings.cache_dir)
@@ -387,8 +398,7 @@ def bisect(run: BisectRun, request: ReproRequest, options: ReproOptions, errors:
     saved = list(store.load()) if store is not None else []
     if saved:
         log(f"resuming after {len(saved)} finished step(s)")
-    walk = _Walk(request, options, errors, settings, store, policy=policy, budget=budget,
-                 log=log, on_step=on_step, stop=stop)
+    walk = _Walk(inputs, store, on_step)
     if run.range.level == "commit" and not run.earlier:
         run = walk.ends(run, saved)
     while True:

@@ -22,7 +22,7 @@ from triagebot.bisect.ranges import (
 )
 from triagebot.bisect.rank import CommitInfo, RankedCommit, commits_from_compare, rank, subject_of
 from triagebot.bisect.runner import BisectRun, CommitPlan
-from triagebot.model import ReproRequest
+from triagebot.request_model import ReproRequest
 
 Answer = tuple[str, str, list[dict[str, Any]]]  # status, base's full SHA, commits
 _FULL = re.compile(r"^[0-9a-f]{40}$")

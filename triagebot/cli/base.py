@@ -18,7 +18,8 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from triagebot.analyze.outcome_models import Outcome
-    from triagebot.model import Plan, ReproRequest
+    from triagebot.plan_model import Plan
+    from triagebot.request_model import ReproRequest
 
 app = typer.Typer(
     name="triagebot",
@@ -201,10 +202,10 @@ class PlanInputs:
         """The report read and parsed, and the plan built from it; every refusal becomes a
         message and an exit code."""
         from triagebot.errors import PlanRejected
-        from triagebot.model import Budget, PlanPolicy
         from triagebot.overrides import OptionsError, parse_overrides
         from triagebot.parse import parse_report
         from triagebot.plan import build_plan
+        from triagebot.plan_model import Budget, PlanPolicy
 
         data, title, repo = read_report(self.path, self.title, self.repo)
         words = list(self.overrides or [])

@@ -16,8 +16,8 @@ from triagebot.bisect.rank import RankedCommit
 from triagebot.bisect.runner import BisectRun, CommitPlan
 from triagebot.github.client import GitHubClient
 from triagebot.github.errors import GitHubError
-from triagebot.model import ReproRequest
 from triagebot.repo_config import CONFIG_PATH, RepoConfigError, parse_repo_config
+from triagebot.request_model import ReproRequest
 from triagebot.settings import SettingsError, load_settings
 
 Log = Callable[[str], None]

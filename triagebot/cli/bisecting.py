@@ -26,8 +26,8 @@ from triagebot.cli.base import (
 )
 
 if TYPE_CHECKING:
-    from triagebot.model import ReproRequest
     from triagebot.overrides import ReproOptions
+    from triagebot.request_model import ReproRequest
 
 BISECT_HELP = "\n\n".join((
     "Find the first release, nightly or commit where the report's behaviour changed: "
@@ -76,7 +76,14 @@ def bisect_command(
     from triagebot.bisect import envs, hints, predicate, ranges, shas
     from triagebot.bisect import start as starts
     from triagebot.bisect.render import render_section
-    from triagebot.bisect.runner import BisectRun, BisectSettings, Deeper, FileStore, bisect
+    from triagebot.bisect.runner import (
+        BisectRun,
+        BisectSettings,
+        Deeper,
+        FileStore,
+        StepInputs,
+        bisect,
+    )
     from triagebot.cli.base import read_report
     from triagebot.cli.bisect_github import GitHubSide
     from triagebot.commands.bisect import BisectWordsError, parse_words
@@ -153,8 +160,8 @@ def bisect_command(
         envs.nightly_package_for(package), source, wheels_here=True)),
         commits=github.commits) if rng.level == "release" else None
     try:
-        result = bisect(run, request, options, errors, settings,
-                        store=FileStore(folder / "steps.jsonl"), deeper=deeper, log=log)
+        result = bisect(run, StepInputs(request, options, errors, settings, log=log),
+                        store=FileStore(folder / "steps.jsonl"), deeper=deeper)
     except ranges.BisectError as exc:
         raise fail(EXIT_REFUSED, str(exc)) from None
     ranked, why = github.candidates(result, request)

@@ -27,7 +27,8 @@ from triagebot.cli.base import (
 )
 
 if TYPE_CHECKING:
-    from triagebot.model import Plan, ReproRequest
+    from triagebot.plan_model import Plan
+    from triagebot.request_model import ReproRequest
 
 # One string per paragraph: the help renderer wraps paragraphs itself.
 PARSE_HELP = "\n\n".join((
@@ -100,7 +101,7 @@ def _show(result: ReproRequest | Plan, json_out: bool) -> None:
         sys.stdout.write(result.model_dump_json(indent=2) + "\n")
         return
     from triagebot.cli import views
-    from triagebot.model import Plan
+    from triagebot.plan_model import Plan
 
     if isinstance(result, Plan):
         views.render_plan(console(), result)

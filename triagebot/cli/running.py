@@ -63,20 +63,20 @@ def repro(
     from triagebot.run.orchestrate import DEFAULT_CACHE, RunSettings, execute
 
     inputs = PlanInputs(path, overrides, title, repo, engine, runs, trust, runner)
-    request, plan_ = inputs.load(max_runs)
+    request, loaded_plan = inputs.load(max_runs)
     try:
-        scripts = render_plan(plan_)
+        scripts = render_plan(loaded_plan)
     except RenderError as exc:
         raise fail(EXIT_REFUSED, str(exc)) from None
-    folder = out or Path("triagebot-out") / plan_.plan_hash
+    folder = out or Path("triagebot-out") / loaded_plan.plan_hash
     settings = RunSettings(out_dir=folder, cache_dir=cache or DEFAULT_CACHE,
                            local=not provision_envs)
     from triagebot.cli.views import ProgressView
 
-    with ProgressView(console(stderr=True), plan_) as view:
-        execution = execute(plan_, scripts, request, settings, view.update)
+    with ProgressView(console(stderr=True), loaded_plan) as view:
+        execution = execute(loaded_plan, scripts, request, settings, view.update)
     command = " ".join(["triagebot repro", *map(_shell_word, _command_words(inputs))])
-    report = render_report(plan_, execution.findings, scripts=scripts, command=command)
+    report = render_report(loaded_plan, execution.findings, scripts=scripts, command=command)
     (folder / "report.md").write_text(report)
     sys.stdout.write(report + ("" if report.endswith("\n") else "\n"))
     console(stderr=True).print(f"wrote {escape(str(folder))}/report.md")
@@ -93,13 +93,14 @@ def report(
     from pydantic import ValidationError
 
     from triagebot.analyze.findings import analyze
-    from triagebot.model import Plan, ReproRequest
+    from triagebot.plan_model import Plan
     from triagebot.render import RenderedScript
     from triagebot.report import render_report
+    from triagebot.request_model import ReproRequest
     from triagebot.run.orchestrate import load_results
 
     try:
-        plan_ = Plan.model_validate_json((folder / "plan.json").read_text())
+        loaded_plan = Plan.model_validate_json((folder / "plan.json").read_text())
         request_path = folder / "request.json"
         request = (ReproRequest.model_validate_json(request_path.read_text())
                    if request_path.exists() else None)
@@ -109,13 +110,14 @@ def report(
     logs = {p.name.split("-r")[0]: p.read_text(errors="replace")
             for p in sorted((folder / "logs").glob("c*-r*.log"))}
     margin, negligible = _previous_rule(folder)
-    findings = analyze(plan_, {c.cell_id: results.get(c.cell_id, []) for c in plan_.cells},
-                       request=request, logs=logs, margin=margin, negligible=negligible)
+    by_cell = {c.cell_id: results.get(c.cell_id, []) for c in loaded_plan.cells}
+    findings = analyze(loaded_plan, by_cell, request=request, logs=logs, margin=margin,
+                       negligible=negligible)
     scripts = [RenderedScript(cell_id=p.stem if p.suffix == ".py" else None, filename=p.name,
                               language="python" if p.suffix == ".py" else "bash",
                               text=p.read_text())
                for p in sorted((folder / "scripts").glob("*")) if p.is_file()]
-    text = render_report(plan_, findings, scripts=scripts,
+    text = render_report(loaded_plan, findings, scripts=scripts,
                          command=f"triagebot report {_shell_word(str(folder))}")
     # A repro stopped before its end left no findings.json; this reading is the one now.
     (folder / "findings.json").write_text(findings.model_dump_json(indent=2) + "\n")

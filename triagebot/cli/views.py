@@ -10,8 +10,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from triagebot.model import Plan, ReproRequest
+from triagebot.plan_model import Plan
 from triagebot.progress import Event, describe
+from triagebot.request_model import ReproRequest
 
 # The fields a maintainer reads first, in the order they decide a reproduction.
 SUMMARY_FIELDS = (

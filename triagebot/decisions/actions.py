@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from triagebot.decisions import replies as words
 from triagebot.jobs.record import JobRecord
-from triagebot.model import Plan, ReproRequest
+from triagebot.plan_model import Plan
+from triagebot.request_model import ReproRequest
 
 
 @dataclass(frozen=True)
@@ -77,3 +79,25 @@ class StopWatch:
 
 
 Action = Reply | Refuse | React | StartJob | CancelJobs | StartWatch | StopWatch
+
+
+@dataclass(frozen=True)
+class PostSummary:
+    """Auto-triage's parse summary, on the thread's one comment under `marker`: what was
+    read from the report, then the sections of the actions decided before it. Whether it
+    says a reproduction is queued is known only once its StartJob has been applied."""
+
+    marker: str
+    request: ReproRequest
+    command_name: str
+    is_pr: bool
+    head_sha: str | None
+
+    def text(self, *, will_run: bool) -> str:
+        return words.triage_summary(self.request, command_name=self.command_name,
+                                    will_run=will_run, is_pr=self.is_pr,
+                                    head_sha=self.head_sha)
+
+
+# What auto-triage decides for an issue or PR event: a run (or why not), then the summary.
+TriageAction = StartJob | Reply | PostSummary

@@ -8,10 +8,12 @@ people nor break out of the markup.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from triagebot.jobs.record import JobRecord
-from triagebot.model import Plan, ReproRequest
+from triagebot.plan_model import Plan
 from triagebot.report.markdown import code_span, inline
+from triagebot.request_model import ReproRequest
 
 _STATE_ICON = {"queued": "⏳", "running": "🏃", "done": "✅", "failed": "❌", "cancelled": "🚫"}
 # Fields a reproduction cannot do without; the summary asks for the ones a report lacks.
@@ -90,15 +92,25 @@ def _job_line(job: JobRecord, url: str) -> str:
     return f"Job [`{job.id}`]({url}) · requested by @{job.requester} · {code_span(job.command)}"
 
 
-def acknowledgement(job: JobRecord, plan: Plan, queued_ahead: int, wait_s: float, url: str,
-                    notes: Sequence[str] = (), *, runner_live: bool = True,
-                    headline: str | None = None, gpu_seconds: float | None = None,
-                    crash_check: bool = False) -> str:
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a job stands in its runner kind's queue: the jobs ahead of it, the seconds
+    before it should start, and whether any runner of the kind is online to start it."""
+
+    ahead: int
+    wait_s: float
+    runner_live: bool = True
+
+
+def acknowledgement(job: JobRecord, plan: Plan, place: QueuePlace, url: str,
+                    notes: Sequence[str] = (), *, headline: str | None = None,
+                    gpu_seconds: float | None = None, crash_check: bool = False) -> str:
     """The job comment's first words: what was queued (`headline`, a repro's by default),
     where it stands in the queue, and when it should end (after `gpu_seconds`, the plan's
     estimate by default). A `crash_check` says that it is one."""
+    queued_ahead, wait_s = place.ahead, place.wait_s
     total_s = plan.estimated_seconds if gpu_seconds is None else gpu_seconds
-    if not runner_live:
+    if not place.runner_live:
         # No promise of a start time when nothing would pick the job up.
         ahead = f" ({count(queued_ahead, 'job')} ahead of it)" if queued_ahead else ""
         when = (f"No `{plan.gpu_kind}` runner is online right now, so it waits until one "

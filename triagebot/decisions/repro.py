@@ -14,11 +14,11 @@ from triagebot.decisions.actions import Action, Refuse, Reply, StartJob
 from triagebot.decisions.facts import Facts
 from triagebot.errors import PlanRejected
 from triagebot.jobs.record import JobRecord, job_id
-from triagebot.model import Plan
 from triagebot.overrides import ReproOptions
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.plan.defaults import GPU_KIND, gpu_kind
+from triagebot.plan_model import Plan
 from triagebot.repo_config import CONFIG_PATH, merge_options
 
 

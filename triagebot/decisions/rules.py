@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from triagebot.commands import Command, CommandError, new_commands, parse_comment
 from triagebot.github.events import Actor, ThreadEvent
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.repo_config import RepoConfig
 
 # Collaborator permissions that may start GPU work (maintain reports as write in

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell
+from triagebot.plan_model import Budget, Cell
 
 _MODULES = {
     "vllm": "triagebot.engines.vllm",

@@ -15,7 +15,7 @@ from typing import Any
 
 from triagebot.engines import VLLM_ONLY, require_template, require_unset
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell
+from triagebot.plan_model import Budget, Cell
 
 NAME = "sglang"
 TEMPLATES = {"offline": "sglang/offline.py.j2", "serve": "sglang/serve.py.j2"}

@@ -40,7 +40,7 @@ from triagebot.engines import (
     standins,
 )
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell
+from triagebot.plan_model import Budget, Cell
 
 NAME = "transformers"
 TEMPLATES = {"offline": "transformers/generate.py.j2"}

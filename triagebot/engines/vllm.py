@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from triagebot.engines import vllm_catalog as cat
 from triagebot.engines import vllm_translate as tr
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell
+from triagebot.plan_model import Budget, Cell
 
 NAME = "vllm"
 TEMPLATES = {

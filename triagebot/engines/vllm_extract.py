@@ -268,8 +268,8 @@ def _closed_literals(
     for node, name in _annotated_fields(cls):
         if name not in fields:
             continue
-        values, open_ = _literal_values(node.annotation, env, frozenset())
-        if values and not open_:
+        values, open_ended = _literal_values(node.annotation, env, frozenset())
+        if values and not open_ended:
             result[name] = sorted(set(values))
     return result
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from triagebot.engines import VLLM_ONLY, require_one_device, require_template, require_unset
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell
+from triagebot.plan_model import Budget, Cell
 
 NAME = "vllm-mlx"
 TEMPLATES = {"serve": "vllm_mlx/serve.py.j2"}

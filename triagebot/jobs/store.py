@@ -32,7 +32,8 @@ from triagebot.jobs.record import (
 from triagebot.jobs.store_counters import CELL_BUCKETS, Beat, ServiceCounters
 from triagebot.jobs.store_keys import StoreKeys, connect, connect_async, text_of, utc_day
 from triagebot.jobs.store_runs import JobRuns
-from triagebot.model import Plan, ReproRequest
+from triagebot.plan_model import Plan
+from triagebot.request_model import ReproRequest
 from triagebot.settings import Settings
 
 __all__ = ["CELL_BUCKETS", "Beat", "JobStore", "connect", "connect_async", "text_of", "utc_day"]

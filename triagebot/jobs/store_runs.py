@@ -14,7 +14,7 @@ import redis
 
 from triagebot.jobs.record import JobError
 from triagebot.jobs.store_keys import StoreKeys, text_of
-from triagebot.model import RunResult
+from triagebot.run_result import RunResult
 
 _REFRESH = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -38,8 +38,8 @@ return 1
 
 def slot_order(field: str) -> tuple[str, int]:
     """A stored run's place: its cell, then its round (`<cell>-r<round>`)."""
-    cell, _, round_ = field.partition("-r")
-    return cell, int(round_) if round_.isdigit() else 0
+    cell, _, round_number = field.partition("-r")
+    return cell, int(round_number) if round_number.isdigit() else 0
 
 
 class JobRuns:
@@ -121,16 +121,16 @@ class JobRuns:
             thread.join(timeout=5)
 
     # --- results, findings and the report ---------------------------------------------------
-    def put_result(self, id_: str, token: str, cell_id: str, round_: int,
+    def put_result(self, id_: str, token: str, cell_id: str, round_number: int,
                    result: RunResult) -> bool:
         """Keep a finished run, only while `token` still owns the job."""
         return bool(self._put_if_owner(
             keys=[self.keys.job(id_, "lock"), self.keys.job(id_, "results")],
-            args=[token, f"{cell_id}-r{round_}", result.model_dump_json(),
+            args=[token, f"{cell_id}-r{round_number}", result.model_dump_json(),
                   self.settings.job_ttl_s]))
 
-    def get_result(self, id_: str, cell_id: str, round_: int) -> RunResult | None:
-        raw = self.redis.hget(self.keys.job(id_, "results"), f"{cell_id}-r{round_}")
+    def get_result(self, id_: str, cell_id: str, round_number: int) -> RunResult | None:
+        raw = self.redis.hget(self.keys.job(id_, "results"), f"{cell_id}-r{round_number}")
         return RunResult.model_validate_json(raw) if raw is not None else None
 
     def results(self, id_: str) -> dict[str, list[RunResult]]:

@@ -18,9 +18,9 @@ packages' public names.
 
 from __future__ import annotations
 
-from triagebot.model import ReproRequest
 from triagebot.parse import commands, document, envdump, python, results, runs
 from triagebot.parse.decide import Assembler, resolve
+from triagebot.request_model import ReproRequest
 
 __all__ = ["parse_report"]
 

@@ -11,9 +11,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from triagebot.model import ReproRequest, SpecParams
 from triagebot.overrides import ReproOptions, SpecChoice
 from triagebot.plan.defaults import K_BY_METHOD, Choices
+from triagebot.plan_model import SpecParams
+from triagebot.request_model import ReproRequest
 
 # The order axes appear in labels, and the priority for the plan's main question.
 AXIS_ORDER = ("spec", "variant", "cudagraph_mode", "encoder_graph", "graph")

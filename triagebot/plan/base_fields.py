@@ -9,20 +9,19 @@ from pydantic import TypeAdapter, ValidationError
 
 from triagebot.engines import SUPPORTED, adapter, vllm_catalog
 from triagebot.errors import PlanRejected
-from triagebot.model import (
+from triagebot.overrides import ReproOptions
+from triagebot.plan import defaults
+from triagebot.plan.context import PlanContext
+from triagebot.plan_model import (
     Budget,
     Cell,
     CellWorkload,
     ModelId,
     PlanPolicy,
-    ReproRequest,
     Sampling,
     check_inert,
 )
-from triagebot.overrides import ReproOptions
-from triagebot.plan import cpu as C
-from triagebot.plan import defaults as D
-from triagebot.plan.context import PlanContext
+from triagebot.request_model import ReproRequest
 
 _SPEC_KEYS = {"method", "model", "num_speculative_tokens"}
 
@@ -30,7 +29,7 @@ _SPEC_KEYS = {"method", "model", "num_speculative_tokens"}
 # --- engine, version, budget -------------------------------------------------------------
 
 
-def choose_engine(request: ReproRequest, options: ReproOptions, choices: D.Choices) -> str:
+def choose_engine(request: ReproRequest, options: ReproOptions, choices: defaults.Choices) -> str:
     if options.engine:
         return options.engine
     if request.engine in SUPPORTED:
@@ -53,7 +52,7 @@ NOT_SPEED = {
 
 
 def note_stand_in_version(engine: str, asked: str | None, version: str | None,
-                          choices: D.Choices) -> None:
+                          choices: defaults.Choices) -> None:
     """Say when the plan runs a release other than the one named (an unknown patch, a
     dev build, a release older or newer than triagebot's table)."""
     if not asked or not version:
@@ -88,20 +87,20 @@ def check_cells(cells: list[Cell], budget: Budget) -> None:
 
 
 def choose_gpu_kind(request: ReproRequest, options: ReproOptions, engine: str,
-                    choices: D.Choices) -> str:
+                    choices: defaults.Choices) -> str:
     if options.gpu:
         return options.gpu
     if engine == "transformers":
         return "cpu"
     if engine == "vllm-mlx":
         return "apple-silicon"
-    kind = D.gpu_kind(request.gpu)
+    kind = defaults.gpu_kind(request.gpu)
     if kind:
         return kind
     why = (f"no runner kind is known for {request.gpu!r}" if request.gpu
            else "the report names no GPU")
-    choices.default("gpu", D.GPU_KIND, why)
-    return D.GPU_KIND
+    choices.default("gpu", defaults.GPU_KIND, why)
+    return defaults.GPU_KIND
 
 
 # --- the fields every cell shares ---------------------------------------------------------
@@ -117,13 +116,13 @@ def _model_id(value: str, field: str) -> str:
 
 
 def base_fields_for(request: ReproRequest, options: ReproOptions, engine: str,
-                    version: str | None, choices: D.Choices, *, policy: PlanPolicy,
+                    version: str | None, choices: defaults.Choices, *, policy: PlanPolicy,
                     standin: bool = False) -> tuple[dict[str, Any], PlanContext]:
     reported_model = request.models[0] if request.models else None
     draft = options.draft or (request.draft_models[0] if request.draft_models else None)
     if engine == "transformers" and not options.model:
-        model: str | None = D.REFERENCE_MODEL
-        draft = D.REFERENCE_DRAFT
+        model: str | None = defaults.REFERENCE_MODEL
+        draft = defaults.REFERENCE_DRAFT
         if reported_model:
             choices.note(f"the reference engine runs a tiny random Llama built from a "
                          f"config in place of {reported_model}; its numbers answer the "
@@ -194,64 +193,7 @@ def is_multimodal(request: ReproRequest, options: ReproOptions) -> bool:
             or options.workload == "mm_processor" or arms)
 
 
-def multimodal_on_cpu(request: ReproRequest, options: ReproOptions) -> bool:
-    """Whether the cpu runner answers with the vision-language stand-in: a multimodal
-    report that does not speculate (that stand-in has no draft)."""
-    return is_multimodal(request, options) and not wants_spec(request, options)
-
-
-def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any],
-               context: PlanContext, choices: D.Choices) -> None:
-    """Stand-in models, a CPU-sized workload and what a GPU run would have set, for
-    vLLM's CPU build."""
-    reported = request.models[0] if request.models else None
-    if options.model:
-        raise PlanRejected("the cpu runner runs stand-in models built locally; model= "
-                           "cannot name another", field="model")
-    multimodal = multimodal_on_cpu(request, options)
-    if multimodal:
-        base["model"] = C.vision_standin(reported, choices)
-        context.cpu_vision = True
-        base["enforce_eager"] = True
-        choices.note(C.MM_EAGER_WHY)
-    else:
-        # spec= may ask for a method the report did not use (mtp needs the MiMo stand-in).
-        asked = [c.method for c in options.spec or () if c.method is not None]
-        method = next((m for m in asked if m.endswith("mtp")), asked[0] if asked else None)
-        target, draft, family = C.standin_models(reported, method or request.spec_method,
-                                                 choices)
-        base["model"] = target
-        context.draft = target if options.draft == "target" else draft
-        context.cpu_family = family
-    context.stands_in_for = reported
-    base["workload"], base["sampling"] = C.scale(
-        base["workload"], base["sampling"], choices, multimodal=multimodal,
-        speculates=wants_spec(request, options), image_size=request.workload.image_size)
-    dropped = {
-        "tensor_parallel_size": base["tensor_parallel_size"] > 1,
-        "data_parallel_size": base["data_parallel_size"] > 1,
-        "expert_parallel": base["expert_parallel"],
-        "model_runner": "model_runner" in base,
-        "cudagraph_mode": "cudagraph_mode" in base,
-        "compilation_config": bool(base["compilation_config"]),
-        "speculative_config extras": bool(context.extra_spec),
-        "env": bool(base["env"]),
-    }
-    for field, was_set in dropped.items():
-        if was_set:
-            choices.note(f"the report's {field} is not used on the cpu runner: "
-                         f"{C.WHY_NOT.get(field, 'it describes a GPU run')}")
-    if options.tp and options.tp > 1:
-        raise PlanRejected("the cpu runner runs one process: tp>1 needs a GPU runner",
-                           field="tp", accepted=["1"])
-    base.update(tensor_parallel_size=1, data_parallel_size=1, expert_parallel=False,
-                compilation_config={}, env={})
-    context.extra_spec = {}
-    base.pop("model_runner", None)
-    base.pop("cudagraph_mode", None)
-
-
-def note_remote_code(request: ReproRequest, cells: list[Cell], choices: D.Choices) -> None:
+def note_remote_code(request: ReproRequest, cells: list[Cell], choices: defaults.Choices) -> None:
     """Say which models run their own code, and how to allow it where the report used it."""
     asked = any(arm.settings.get("trust_remote_code") for arm in request.arms)
     for model in dict.fromkeys(c.model for c in cells):
@@ -270,26 +212,26 @@ def _inert(cfg: dict[str, Any], field: str) -> dict[str, Any]:
     return out
 
 
-def _sampling(request: ReproRequest, options: ReproOptions, choices: D.Choices) -> Sampling:
+def _sampling(request: ReproRequest, options: ReproOptions, choices: defaults.Choices) -> Sampling:
     temperature = options.temperature if options.temperature is not None else \
         request.temperature
     if temperature is None:
-        temperature = D.TEMPERATURE[0]
-        choices.default("temperature", temperature, D.TEMPERATURE[1])
+        temperature = defaults.TEMPERATURE[0]
+        choices.default("temperature", temperature, defaults.TEMPERATURE[1])
     max_tokens = options.max_tokens or request.max_tokens or request.workload.output_len
     if max_tokens is None:
-        max_tokens = D.MAX_TOKENS[0]
-        choices.default("max_tokens", max_tokens, D.MAX_TOKENS[1])
+        max_tokens = defaults.MAX_TOKENS[0]
+        choices.default("max_tokens", max_tokens, defaults.MAX_TOKENS[1])
     ignore_eos = request.workload.ignore_eos
     if ignore_eos is None:
-        ignore_eos = D.IGNORE_EOS[0]
-        choices.default("ignore_eos", ignore_eos, D.IGNORE_EOS[1])
+        ignore_eos = defaults.IGNORE_EOS[0]
+        choices.default("ignore_eos", ignore_eos, defaults.IGNORE_EOS[1])
     return Sampling(temperature=temperature, top_p=request.top_p or 1.0,
                     max_tokens=max_tokens, ignore_eos=ignore_eos)
 
 
 def _workload(request: ReproRequest, options: ReproOptions, engine: str,
-              version: str | None, choices: D.Choices) -> CellWorkload:
+              version: str | None, choices: defaults.Choices) -> CellWorkload:
     offered = adapter(engine).TEMPLATES
     kind = options.workload or _reported_kind(request)
     if kind is None:
@@ -318,15 +260,15 @@ def _workload(request: ReproRequest, options: ReproOptions, engine: str,
         modality = "text"
     num_prompts = options.prompts or request.workload.num_prompts
     if num_prompts is None:
-        num_prompts = D.NUM_PROMPTS[kind]
-        choices.default("num_prompts", num_prompts, D.NUM_PROMPTS_WHY[kind])
+        num_prompts = defaults.NUM_PROMPTS[kind]
+        choices.default("num_prompts", num_prompts, defaults.NUM_PROMPTS_WHY[kind])
     input_len = request.workload.input_len
     if input_len is None:
-        input_len = D.INPUT_LEN[kind]
+        input_len = defaults.INPUT_LEN[kind]
         choices.default("input_len", input_len, "the report does not give prompt lengths")
     concurrency = options.concurrency or request.concurrency
     if concurrency is None and kind == "serve":
-        concurrency = D.SERVE_CONCURRENCY
+        concurrency = defaults.SERVE_CONCURRENCY
         choices.default("concurrency", concurrency, "the report does not give a "
                         "concurrency for its server")
     return CellWorkload(
@@ -350,10 +292,11 @@ def _reported_kind(request: ReproRequest) -> str | None:
     return "offline" if kind in ("latency", "throughput") else kind
 
 
-def _reference_scale(base: dict[str, Any], options: ReproOptions, choices: D.Choices) -> None:
+def _reference_scale(base: dict[str, Any], options: ReproOptions,
+                     choices: defaults.Choices) -> None:
     """Shrink the workload to what the tiny reference model needs, and say so; a value the
     command set (prompts=, max_tokens=) is kept as asked."""
-    caps = D.REFERENCE_CAPS
+    caps = defaults.REFERENCE_CAPS
     w: CellWorkload = base["workload"]
     s: Sampling = base["sampling"]
     # Every run generates for the same few prompts: enough tokens per run to average out

@@ -6,25 +6,12 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
-from triagebot.engines import EngineAdapter
 from triagebot.errors import PlanRejected
-from triagebot.model import (
-    Budget,
-    Cell,
-    CellWorkload,
-    Comparison,
-    NotCompared,
-    ReproRequest,
-    Sampling,
-)
 from triagebot.overrides import ReproOptions
-from triagebot.plan import cpu as C
-from triagebot.plan import defaults as D
 from triagebot.plan.axes import (
     AXIS_ORDER,
     DRAFTED_METHODS,
@@ -37,16 +24,10 @@ from triagebot.plan.axes import (
     variant_axis,
 )
 from triagebot.plan.comparisons import build_comparisons, noise_comparison
-from triagebot.plan.context import PlanContext
+from triagebot.plan.runner import PlanDraft
+from triagebot.plan_model import Budget, Cell, CellWorkload, Comparison, NotCompared, Sampling
+from triagebot.request_model import ReproRequest
 
-# What each engine can vary; a report-derived axis outside this is dropped with a note,
-# an axis the user asked for by name is refused.
-ENGINE_AXES = {
-    "vllm": set(AXIS_ORDER),
-    "sglang": {"spec", "graph"},
-    "vllm-mlx": {"spec"},
-    "transformers": {"spec", "graph"},
-}
 _AXIS_MODES = {"graph": {"eager", "graph"}, "encoder_graph": {"vit_eager", "vit_graph"},
                "cudagraph_mode": {"piecewise", "full", "full_and_piecewise",
                                   "full_decode_only"}, "variant": {"v1", "v2"}}
@@ -55,24 +36,11 @@ _AXIS_MODES = {"graph": {"eager", "graph"}, "encoder_graph": {"vit_eager", "vit_
 # --- axes and cells ------------------------------------------------------------------------
 
 
-def _why_not(axis: Axis, *, short: bool = False) -> str:
-    """Why the cpu runner cannot vary `axis`; `short`: each reason's claim without the
-    evidence after its first colon (the reasons read "claim: evidence"), for a headline."""
-    def cut(text: str) -> str:
-        return text.split(": ", 1)[0] if short else text
-
-    why = cut(C.why_not(axis.name, [level.fields for level in axis.levels]))
-    if {"strict", "probabilistic"} <= {lv.fields.get("rejection_sample_method")
-                                       for lv in axis.levels}:
-        # At temperature 0 both verify by the target's argmax: only sampling tells them apart.
-        why += ("; strict and probabilistic rejection sampling differ only when sampling, "
-                f"and {cut(C.RANDOM_SAMPLING_CAUSE)}")
-    return why
-
-
-def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: dict[str, Any],
-              context: PlanContext,
-              choices: D.Choices) -> list[Axis]:
+def plan_axes(draft: PlanDraft) -> list[Axis]:
+    """The axes the report compares that the runner can vary (the others noted, or
+    refused where asked for by name), in AXIS_ORDER; `draft.base` takes a lone level."""
+    request, options, engine = draft.request, draft.options, draft.engine_name
+    base, context, choices, profile = draft.base, draft.context, draft.choices, draft.profile
     spec = spec_levels(request, options, context.draft, choices)
     _require_drafts(spec, request, engine)
     spec_on = any(lv.fields.get("spec") for lv in spec)
@@ -87,9 +55,8 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
             found.append(axis)
     kept = []
     asked = set(options.modes or [])
-    on_cpu = context.on_cpu
-    can = C.AXES if on_cpu else ENGINE_AXES[engine]
-    where = f"{engine} on the cpu runner" if on_cpu else engine
+    can = profile.axes(engine)
+    where = profile.where(engine)
     answered = False
     for axis in found:
         if axis.name in can:
@@ -103,26 +70,25 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
             answered = True
             choices.note(f"the report compares {axis.name} ({eager.name}, {graph.name}): "
                          f"the cpu runner measures the {eager.name} arm and refuses the "
-                         f"{graph.name} arm: {_why_not(axis)}")
+                         f"{graph.name} arm: {profile.why_not(axis)}")
             choices.not_compared.append(NotCompared(
                 axis=axis.name, levels=[lv.name for lv in axis.levels],
-                why=_why_not(axis, short=True)))
+                why=profile.why_not(axis, short=True) or ""))
         elif asked & _AXIS_MODES.get(axis.name, set()):
-            raise PlanRejected(f"{where} cannot vary {axis.name}"
-                               + (f": {_why_not(axis)}" if on_cpu else ""),
+            why = profile.why_not(axis)
+            raise PlanRejected(f"{where} cannot vary {axis.name}" + (f": {why}" if why else ""),
                                field="modes", accepted=sorted(can))
         else:
-            why = f" ({_why_not(axis)})" if on_cpu else ""
+            why = profile.why_not(axis)
             choices.note(f"the report compares {axis.name} "
                          f"({', '.join(lv.name for lv in axis.levels)}), which {where} "
-                         f"cannot vary{why}; that part of the question is not reproduced")
+                         f"cannot vary{f' ({why})' if why else ''}; that part of the "
+                         "question is not reproduced")
             choices.not_compared.append(NotCompared(
                 axis=axis.name, levels=[lv.name for lv in axis.levels],
-                why=_why_not(axis, short=True) if on_cpu else f"{where} cannot vary {axis.name}"))
-    if on_cpu and found and not kept and not answered:
-        dropped = "; ".join(f"{a.name}: {_why_not(a)}" for a in found)
-        raise PlanRejected(f"the cpu runner cannot answer this report's question ({dropped})",
-                           field="runner", accepted=sorted(can))
+                why=profile.why_not(axis, short=True) or f"{where} cannot vary {axis.name}"))
+    if found and not kept and not answered:
+        profile.nothing_left(found, draft)
     if "graph" not in {a.name for a in kept} and asked & {"eager", "graph"}:
         base["enforce_eager"] = "eager" in asked  # one graph mode asked for by name
     if "graph" not in {a.name for a in kept} and "enforce_eager" not in base:
@@ -138,18 +104,18 @@ def plan_axes(request: ReproRequest, options: ReproOptions, engine: str, base: d
     return kept
 
 
-def build_matrix(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
-                 axes: list[Axis], primary: int) -> tuple[list[Cell], list[Comparison]]:
+def build_matrix(draft: PlanDraft, axes: list[Axis],
+                 primary: int) -> tuple[list[Cell], list[Comparison]]:
     """Every combination of the axes' levels, plus an A/A duplicate of the focus cell."""
     cells: list[Cell] = []
     grid: dict[tuple[str, ...], str] = {}
     for combo in itertools.product(*(a.levels for a in axes)):
-        cell = _cell(engine, base, context, list(zip(axes, combo, strict=True)), replica=0)
+        cell = _cell(draft, list(zip(axes, combo, strict=True)), replica=0)
         cells.append(cell)
         grid[tuple(lv.name for lv in combo)] = cell.cell_id
     comparisons = build_comparisons(axes, grid, primary)
     focus = _focus_cell(axes, cells, grid)
-    replica = _cell(engine, base, context, _levels_of(axes, focus), replica=1)
+    replica = _cell(draft, _levels_of(axes, focus), replica=1)
     cells.append(replica)
     comparisons.insert(0, noise_comparison(focus.cell_id, replica.cell_id, focus.label))
     return cells, comparisons
@@ -161,13 +127,10 @@ MIN_RUNS = 3
 MIN_MAX_TOKENS = 128
 
 
-def fit_time_limit(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
-                   axes: list[Axis],
-                   primary: int, cells: list[Cell], comparisons: list[Comparison],
-                   budget: Budget, options: ReproOptions, choices: D.Choices,
-                   estimator: Callable[[Cell, Budget], float],
-                   ) -> tuple[list[Cell], list[Comparison], Budget, float]:
-    """Shrink the workload until the plan fits the time limit, and say what was shrunk.
+def fit_time_limit(draft: PlanDraft, axes: list[Axis], primary: int, cells: list[Cell],
+                   comparisons: list[Comparison]) -> tuple[list[Cell], list[Comparison], float]:
+    """Shrink the workload until the plan fits the time limit, and say what was shrunk
+    (`draft.base` and `draft.budget` updated); the cells, comparisons and estimate.
 
     Prompts go first (they multiply every run), then new tokens, then runs per cell,
     each halved in turn down to a floor; a value the maintainer set (prompts=,
@@ -175,8 +138,10 @@ def fit_time_limit(engine: EngineAdapter, base: dict[str, Any], context: PlanCon
     (long context is often the point) and is kept. Refused only when even the floors
     do not fit.
     """
+    base, options, choices, budget = draft.base, draft.options, draft.choices, draft.budget
+
     def estimate_of(cells: list[Cell], budget: Budget) -> float:
-        return sum(estimator(c, budget) for c in cells)
+        return sum(draft.profile.estimate_seconds(draft.engine, c, budget) for c in cells)
 
     estimate = estimate_of(cells, budget)
     start = (base["workload"].num_prompts, base["sampling"].max_tokens, budget.runs)
@@ -189,8 +154,8 @@ def fit_time_limit(engine: EngineAdapter, base: dict[str, Any], context: PlanCon
                 f" prompts, max_tokens={base['sampling'].max_tokens}) but the time limit is "
                 f"{budget.time_limit_s / 60:.0f} min even with the workload shrunk; narrow "
                 "spec=/modes=, or lower runs=, max_tokens= or prompts=", field="budget")
-        budget = shrunk
-        cells, comparisons = build_matrix(engine, base, context, axes, primary)
+        budget = draft.budget = shrunk
+        cells, comparisons = build_matrix(draft, axes, primary)
         estimate = estimate_of(cells, budget)
     end = (base["workload"].num_prompts, base["sampling"].max_tokens, budget.runs)
     if end != start:
@@ -200,7 +165,7 @@ def fit_time_limit(engine: EngineAdapter, base: dict[str, Any], context: PlanCon
         choices.note(f"shrunk to fit the {budget.time_limit_s / 60:.0f} min time limit "
                      f"(about {estimate / 60:.0f} min now): " + ", ".join(what)
                      + "; set prompts=, max_tokens= or runs= to choose otherwise")
-    return cells, comparisons, budget, estimate
+    return cells, comparisons, estimate
 
 
 def _shrink_once(base: dict[str, Any], budget: Budget, options: ReproOptions) -> Budget | None:
@@ -258,10 +223,9 @@ def _apply(fields: dict[str, Any], level: Level) -> None:
             fields[key] = value
 
 
-def _cell(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
-          levels: list[tuple[Axis, Level]],
-          replica: int) -> Cell:
-    fields = dict(base)
+def _cell(draft: PlanDraft, levels: list[tuple[Axis, Level]], replica: int) -> Cell:
+    engine, context = draft.engine, draft.context
+    fields = dict(draft.base)
     for _, level in levels:
         _apply(fields, level)
     fields["trust_remote_code"] = context.policy.allows_remote_code(fields["model"],
@@ -279,14 +243,12 @@ def _cell(engine: EngineAdapter, base: dict[str, Any], context: PlanContext,
         varies={axis.name: level.name for axis, level in levels},
         replica=replica,
     )
-    if context.cpu_family is not None and fields.get("spec") is not None:
-        fields["spec"] = C.spec_standin(fields["spec"], context.cpu_family)
+    draft.profile.cell_fields(fields, context)
     try:
         cell = Cell(**fields)
         cell = cell.model_copy(update={"engine_args": engine.engine_args(cell),
                                        "env": engine.engine_env(cell)})
-        if context.on_cpu:
-            cell = C.finish_cell(cell)
+        cell = draft.profile.finish_cell(cell)
         cell = Cell.model_validate(cell.model_dump())
     except ValidationError as exc:
         raise PlanRejected(f"cell {label!r}: {_first_error(exc)}", field="cell") from None
@@ -328,9 +290,8 @@ def _levels_of(axes: list[Axis], cell: Cell) -> list[tuple[Axis, Level]]:
     return [(a, next(lv for lv in a.levels if lv.name == cell.varies[a.name])) for a in axes]
 
 
-def plan_question(request: ReproRequest, axes: list[Axis], primary: int, base: dict[str, Any],
-                  context: PlanContext,
-                  engine: str, version: str | None) -> str:
+def plan_question(draft: PlanDraft, axes: list[Axis], primary: int) -> str:
+    base, context, engine, version = draft.base, draft.context, draft.engine_name, draft.version
     model = base["model"]
     if context.stands_in_for:
         model = f"{model} (standing in for {context.stands_in_for})"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import itertools
 
-from triagebot.model import Comparison
 from triagebot.plan.axes import Axis, Level
+from triagebot.plan_model import Comparison
 
 # cells keyed by the level names along every axis, in axis order
 Grid = dict[tuple[str, ...], str]

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.engines.standins import Family
-from triagebot.model import PlanPolicy
+from triagebot.plan_model import PlanPolicy
 
 
 class PlanContext(BaseModel):
@@ -35,7 +35,3 @@ class PlanContext(BaseModel):
     # The label of a plan's one configuration where no axis is left to name it (the eager
     # arm the cpu runner keeps of an encoder-graph comparison).
     base_label: str | None = None
-
-    @property
-    def on_cpu(self) -> bool:
-        return self.cpu_family is not None or self.cpu_vision

@@ -20,8 +20,8 @@ from triagebot.engines.vllm import IMAGE_BUCKET
 from triagebot.engines.vllm_catalog import version_key
 from triagebot.engines.vllm_cpu import SPEC_BROKEN, SPEC_SINCE
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell, CellWorkload, Sampling, SpecParams
-from triagebot.plan import defaults as D
+from triagebot.plan import defaults
+from triagebot.plan_model import Budget, Cell, CellWorkload, Sampling, SpecParams
 
 RUNNER = "cpu"
 # cudagraph_mode and the V2 runner cannot be varied here (see the module doc).
@@ -164,7 +164,7 @@ def refuse_engine(engine: str) -> None:
 
 
 def choose_release(asked: str, wants_spec: bool, locked: list[str],
-                   choices: D.Choices, *, multimodal: bool = False) -> str:
+                   choices: defaults.Choices, *, multimodal: bool = False) -> str:
     """The vllm-cpu release to run for `asked`: itself where it is locked and can do what
     the plan asks, else the nearest locked release that can, named in a note. For a
     multimodal plan `locked` holds the releases with a multimodal lock."""
@@ -212,7 +212,7 @@ def _ordinal(version: str) -> float:
 
 
 def standin_models(reported: str | None, method: str | None,
-                   choices: D.Choices) -> tuple[str, str, standins.Family]:
+                   choices: defaults.Choices) -> tuple[str, str, standins.Family]:
     """(target id, draft id, family) of the stand-ins for a reported model."""
     family = standins.family_for(reported, method)
     target = standins.target(family).model_id
@@ -224,7 +224,7 @@ def standin_models(reported: str | None, method: str | None,
     return target, draft, family
 
 
-def vision_standin(reported: str | None, choices: D.Choices) -> str:
+def vision_standin(reported: str | None, choices: defaults.Choices) -> str:
     """The vision-language stand-in's id, with a note saying what it is."""
     target = standins.vision().model_id
     choices.note(f"vLLM runs {standins.vision_words()} stand-in ({target}) in place of "
@@ -250,7 +250,7 @@ def spec_standin(spec: SpecParams, family: standins.Family) -> SpecParams:
     return spec.model_copy(update={"draft_model": None})
 
 
-def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
+def scale(workload: CellWorkload, sampling: Sampling, choices: defaults.Choices, *,
           multimodal: bool = False, speculates: bool = False,
           image_size: tuple[int, int] | None = None,
           starts: str = "each cell's engine starts once (20-90 s) and serves all its rounds"
@@ -293,13 +293,13 @@ def scale(workload: CellWorkload, sampling: Sampling, choices: D.Choices, *,
     return workload.model_copy(update=update), sampling
 
 
-def mm_image_size(reported: tuple[int, int] | None, choices: D.Choices) -> tuple[int, int]:
+def mm_image_size(reported: tuple[int, int] | None, choices: defaults.Choices) -> tuple[int, int]:
     """The image size a multimodal cell of vLLM's CPU build sends (`fit_image_size`)."""
     return fit_image_size(reported, choices, side=math.isqrt(standins.vision().max_pixels),
                           default=IMAGE_BUCKET[:2])
 
 
-def fit_image_size(reported: tuple[int, int] | None, choices: D.Choices, *,
+def fit_image_size(reported: tuple[int, int] | None, choices: defaults.Choices, *,
                    side: int | None, default: tuple[int, int]) -> tuple[int, int]:
     """The report's image size, each side capped to `side` where given, what the
     vision-language stand-in's processor takes (with a note where capped), else `default`;
@@ -319,7 +319,7 @@ def fit_image_size(reported: tuple[int, int] | None, choices: D.Choices, *,
     return capped
 
 
-def scale_multimodal(workload: CellWorkload, sampling: Sampling, choices: D.Choices,
+def scale_multimodal(workload: CellWorkload, sampling: Sampling, choices: defaults.Choices,
                      image_size: tuple[int, int] | None = None
                      ) -> tuple[CellWorkload, Sampling]:
     """One image a prompt through `vllm bench mm-processor`, a few prompts a run."""
@@ -422,7 +422,7 @@ RANDOM_SAMPLING_WHY = (RANDOM_SAMPLING_CAUSE + ". Acceptance at this plan's temp
 
 
 def sampling(sampling_: Sampling, asked: float | None, wants_spec: bool, version: str,
-             choices: D.Choices) -> Sampling:
+             choices: defaults.Choices) -> Sampling:
     """Greedy sampling where the release's verification at temperature > 0 is broken and
     the user did not ask for a temperature: the report's temperature would measure the
     bug, not the drafter. An explicit `temperature=` is kept, with a note saying why its
@@ -456,7 +456,7 @@ CANNOT_MM = ("the reported model's encoder time: the stand-in's encoder is a tin
              "reporter's, and ViT CUDA graphs are not run at all")
 
 
-def notes(choices: D.Choices, graph_axis: bool, max_runs: int, *,
+def notes(choices: defaults.Choices, graph_axis: bool, max_runs: int, *,
           multimodal: bool = False) -> None:
     if multimodal:
         choices.note(f"what this CPU run answers for real: {CAN_MM}")
@@ -467,7 +467,7 @@ def notes(choices: D.Choices, graph_axis: bool, max_runs: int, *,
                      "(torch.compile with inductor, no enforce_eager) against eager, which "
                      "tests the compiled path but not graph capture")
     choices.note(f"tok/s on this shared runner varies about {RUN_CV:.0%} run to run "
-                 f"(bench/cpu_noise.py), so within {max_runs} runs per arm only throughput "
+                 f"(measured on this runner), so within {max_runs} runs per arm only throughput "
                  f"changes of about {resolvable_change(RUN_CV, max_runs):.0%} or more are "
                  "resolved, and SAME within a few percent is out of reach: a throughput "
                  "verdict here is UNKNOWN unless the change is large")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from triagebot.model import DefaultUsed, NotCompared
+from triagebot.plan_model import DefaultUsed, NotCompared
 
 TEMPERATURE = (0.0, "greedy sampling makes speculative decoding lossless, so outputs of "
                     "spec and no-spec cells can be compared token for token")

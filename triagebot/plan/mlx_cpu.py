@@ -18,12 +18,12 @@ from typing import Any
 from triagebot.engines import mlx_standin
 from triagebot.engines.vllm_catalog import version_key
 from triagebot.errors import PlanRejected
-from triagebot.model import Budget, Cell, ReproRequest
 from triagebot.overrides import ReproOptions
-from triagebot.plan import cpu as C
-from triagebot.plan import defaults as D
+from triagebot.plan import cpu, defaults
 from triagebot.plan.context import PlanContext
 from triagebot.plan.mlx_mllm import about_mllm, mllm_workload
+from triagebot.plan_model import Budget, Cell
+from triagebot.request_model import ReproRequest
 
 # A start (import, load, MTP install) takes seconds and a run a second or two, so a
 # start measures many runs.
@@ -40,7 +40,7 @@ _MLLM_STANDIN = ("the vision-language stand-in's vision tower has random weights
                  "trained")
 
 
-def choose_release(asked: str, locked: list[str], choices: D.Choices) -> str:
+def choose_release(asked: str, locked: list[str], choices: defaults.Choices) -> str:
     """The locked vllm-mlx release nearest to `asked`, named in a note where it differs."""
     if not locked:
         raise PlanRejected("no vllm-mlx release is locked for the cpu runner", field="runner")
@@ -58,7 +58,7 @@ def _ordinal(version: str) -> int:
 
 
 def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any],
-               context: PlanContext, choices: D.Choices) -> None:
+               context: PlanContext, choices: defaults.Choices) -> None:
     """The stand-in in place of the reported model (or the one named with model=), and a
     CPU-sized workload."""
     reported = options.model or (request.models[0] if request.models else None)
@@ -70,7 +70,7 @@ def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any
     choices.note(f"vllm-mlx serves {words} ({standin.model_id}) in place of "
                  f"{reported or 'the reported model'}: built locally from a config, trained "
                  "for a few minutes on a synthetic language, never downloaded")
-    base["workload"], base["sampling"] = C.scale(
+    base["workload"], base["sampling"] = cpu.scale(
         base["workload"], base["sampling"], choices,
         starts="each cell starts its own server every round (seconds here)")
     if mllm:
@@ -82,7 +82,7 @@ def cpu_fields(request: ReproRequest, options: ReproOptions, base: dict[str, Any
 
 
 def budget(base: Budget, runs_set: bool, warmups_set: bool) -> Budget:
-    return C.budget_from(base, BUDGET, runs_set, warmups_set)
+    return cpu.budget_from(base, BUDGET, runs_set, warmups_set)
 
 
 def estimate_seconds(cell: Cell, budget_: Budget) -> float:

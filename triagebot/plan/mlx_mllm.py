@@ -10,9 +10,9 @@ carry images. Pure: the plan's fields in, the plan's fields out.
 from __future__ import annotations
 
 from triagebot.engines.vllm_mlx import IMAGE_SIZE
-from triagebot.model import CellWorkload, ReproRequest
-from triagebot.plan import cpu as C
-from triagebot.plan import defaults as D
+from triagebot.plan import cpu, defaults
+from triagebot.plan_model import CellWorkload
+from triagebot.request_model import ReproRequest
 
 _NOTE = ("the report is about vllm-mlx's multimodal (MLLM) MTP path: the cells serve the "
          "model with --mllm and every prompt is a chat message carrying an image, so MTP "
@@ -28,12 +28,12 @@ def about_mllm(request: ReproRequest) -> bool:
             or any("mllm" in text.lower() for text in quoted))
 
 
-def mllm_workload(workload: CellWorkload, request: ReproRequest, choices: D.Choices, *,
+def mllm_workload(workload: CellWorkload, request: ReproRequest, choices: defaults.Choices, *,
                   side: int | None = None) -> CellWorkload:
     """`workload` as chat messages of the report's number of images (one where it states
     none), of its image size (each side capped to `side` where given), with a note."""
     choices.note(_NOTE)
-    size = C.fit_image_size(request.workload.image_size, choices, side=side,
+    size = cpu.fit_image_size(request.workload.image_size, choices, side=side,
                             default=IMAGE_SIZE)
     return workload.model_copy(update={
         "modality": "image", "dataset": "random-mm", "api": "chat",

@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from triagebot.engines import vllm as vllm_engine
 from triagebot.engines import vllm_catalog
 from triagebot.errors import PlanRejected
-from triagebot.model import Cell, Comparison, Plan, SpecParams
 from triagebot.plan import cpu
 from triagebot.plan.cells import cell_id
+from triagebot.plan_model import Cell, Comparison, Plan, SpecParams
 
 PinName = Literal["full", "reported"]
 # The comparison names start with these, so the analysis and the report find the arms.

@@ -14,9 +14,10 @@ import jinja2
 
 from triagebot.engines import adapter
 from triagebot.frozen import Frozen
-from triagebot.model import SCHEMA_VERSION, Cell, Plan
+from triagebot.plan_model import Cell, Plan
 from triagebot.render.check import RenderError, check_python, check_shell
 from triagebot.render.filters import FILTERS, UnsafeValue, finalize
+from triagebot.run_result import SCHEMA_VERSION
 from triagebot.templating import strict_environment
 
 __all__ = ["RenderError", "RenderedScript", "render_cell", "render_plan", "template_root"]

@@ -10,23 +10,15 @@ once and runs the cells that name it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from triagebot.model import Cell, Plan
-from triagebot.run import standins, vllm_cpu, vllm_mlx
-from triagebot.run.provision import ProvisionedEnv, provision
+from triagebot.plan_model import Cell, Plan
+from triagebot.run.provision import ProvisionedEnv
+from triagebot.run.runners import run_profile
+from triagebot.run.runners.base import CellEnv, Log, Preparing, Where
 
-Log = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class CellEnv:
-    """An environment and the variables every script run in it gets."""
-
-    env: ProvisionedEnv
-    vars: dict[str, str] = field(default_factory=dict)
+__all__ = ["CellEnv", "CellEnvs", "Where", "prepare", "releases_of"]
 
 
 @dataclass(frozen=True)
@@ -65,44 +57,10 @@ def releases_of(plan: Plan) -> list[str | None]:
     return [plan.engine_version]
 
 
-@dataclass(frozen=True)
-class Where:
-    """The caches and sources provisioning reads (RunSettings' own, handed down)."""
-
-    cache_dir: Path
-    standins_dir: Path
-    wheels: Path | None
-    local: bool
-
-
 def prepare(plan: Plan, out: Path, where: Where, log: Log) -> CellEnvs:
     """Every release of the plan provisioned (stand-ins built and linked as its runner
     needs), or ProvisionError from the first that fails."""
     releases = releases_of(plan)
-    return CellEnvs({r: _prepare_one(plan, r, out, where, log) for r in releases},
+    runner = run_profile(plan)
+    return CellEnvs({r: runner.prepare(Preparing(plan, r, out, where, log)) for r in releases},
                     per_cell=len(releases) > 1)
-
-
-def _prepare_one(plan: Plan, release: str | None, out: Path, where: Where,
-                 log: Log) -> CellEnv:
-    if vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind):
-        assert release is not None
-        models = {c.model for c in plan.cells} | {
-            c.spec.draft_model for c in plan.cells if c.spec and c.spec.draft_model}
-        env, variables = vllm_cpu.prepare(
-            release, models, out, cache_dir=where.cache_dir,
-            standins_dir=where.standins_dir, wheels=where.wheels,
-            multimodal=vllm_cpu.is_multimodal(plan), log=log)
-        return CellEnv(env, variables)
-    if vllm_mlx.is_cpu_plan(plan.engine, plan.gpu_kind):
-        assert release is not None
-        env, variables = vllm_mlx.prepare(
-            release, out, cache_dir=where.cache_dir, standins_dir=where.standins_dir,
-            models={c.model for c in plan.cells}, log=log)
-        return CellEnv(env, variables)
-    env = provision(plan.engine, release, cache_dir=where.cache_dir, local=where.local)
-    # Stand-in ids (e.g. the GPU check's transformers plan) open as local folders.
-    if wanted := standins.loaded_by(plan):
-        standins.ensure(wanted, where.standins_dir, log=log)
-        standins.link_into(out, where.standins_dir)
-    return CellEnv(env)

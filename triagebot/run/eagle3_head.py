@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.nn import functional as F
+from torch.nn import functional
 from transformers.models.llama.modeling_llama import (
     LlamaAttention,
     LlamaMLP,
@@ -88,7 +88,7 @@ class Eagle3Head(nn.Module):
         state = self.fc(aux)
         q, k, v = self._qkv(embeds, state, rotary)
         k, v = (x.repeat_interleave(groups, dim=1) for x in (k, v))
-        first = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        first = functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         logits1, state1 = self._finish(first, state)
         q2, k2, v2 = self._qkv(next_embeds, state1, next_rotary)
         k2, v2 = (x.repeat_interleave(groups, dim=1) for x in (k2, v2))

@@ -230,7 +230,7 @@ class KeepWarm:
     """While other engines start, one batch on each engine of `keys` every `every_s`
     seconds, in a thread of its own, its result not kept. An engine left paused for the
     minute or more the others take to start ran slower for the whole plan than the
-    engines started last (README, "The cpu runner: vLLM's CPU build"); run every few
+    engines started last (docs/runners/cpu-vllm.md, on keeping the noise down); run every few
     seconds, it keeps pace with them. Used around the wait for the starts: on leaving, an
     engine whose batch failed is closed, and `cancelled` says whether `stop` asked to end
     meanwhile."""

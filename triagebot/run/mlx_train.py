@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,25 @@ def _train(module: Any, loss_fn: Any, ids: Any, training: dict[str, Any]) -> flo
     return float(loss.item())
 
 
-def _fit(spec: dict[str, Any], folder: Path, ids: Any, model: Any, text: Any, *,
-         logits: Any, hidden: Any, mtp_file: Path, inject: Any) -> tuple[float, float]:
-    """Train `model`'s text body (`text`, whose `logits(x)` are next-token scores), save
-    it, then let vllm-mlx's `inject` add its MTP module to it and train that, with the body
-    frozen, on `hidden(x)`, the state the server drafts from; save it in `mtp_file`."""
+@dataclass(frozen=True)
+class Trainee:
+    """A stand-in to train: `model`, its text body `text`, next-token scores `logits(x)`,
+    the state the server drafts from `hidden(x)`, the file its MTP weights go in, and
+    vllm-mlx's `inject`, which adds the MTP module."""
+
+    model: Any
+    text: Any
+    logits: Any
+    hidden: Any
+    mtp_file: Path
+    inject: Any
+
+
+def _fit(spec: dict[str, Any], folder: Path, ids: Any, trainee: Trainee) -> tuple[float, float]:
+    """Train the text body, save it, then let vllm-mlx add its MTP module and train that,
+    with the body frozen, on the state the server drafts from; save it."""
+    model, text, logits, hidden = trainee.model, trainee.text, trainee.logits, trainee.hidden
+    mtp_file, inject = trainee.mtp_file, trainee.inject
     import mlx.core as mx
     import mlx.nn as nn
     from mlx.utils import tree_flatten
@@ -106,9 +121,9 @@ def _text(spec: dict[str, Any], folder: Path, ids: Any) -> tuple[float, float]:
     mx.random.seed(spec["body"]["seed"])
     model = qwen3_next.Model(qwen3_next.ModelArgs.from_dict(spec["config"]))
     mx.eval(model.parameters())
-    return _fit(spec, folder, ids, model, model, logits=model,
-                hidden=lambda x: model(x, return_hidden=True)[1],
-                mtp_file=folder / "model-mtp.safetensors", inject=inject_mtp_support)
+    return _fit(spec, folder, ids, Trainee(
+        model, model, logits=model, hidden=lambda x: model(x, return_hidden=True)[1],
+        mtp_file=folder / "model-mtp.safetensors", inject=inject_mtp_support))
 
 
 def _vision_language(spec: dict[str, Any], folder: Path, ids: Any) -> tuple[float, float]:
@@ -130,9 +145,10 @@ def _vision_language(spec: dict[str, Any], folder: Path, ids: Any) -> tuple[floa
     (folder / "mtp" / "manifest.json").write_text(json.dumps(
         {"artifact_schema_version": 1, "rmsnorm_weight_format": "mlx_gamma"}))
     # The injected forward, the one the server drafts from, needs caches.
-    return _fit(spec, folder, ids, model, text, logits=lambda x: text(x).logits,
-                hidden=lambda x: text(x, cache=text.make_cache(), return_hidden=True)[1],
-                mtp_file=folder / "mtp" / "weights.safetensors", inject=inject_mtp_support)
+    return _fit(spec, folder, ids, Trainee(
+        model, text, logits=lambda x: text(x).logits,
+        hidden=lambda x: text(x, cache=text.make_cache(), return_hidden=True)[1],
+        mtp_file=folder / "mtp" / "weights.safetensors", inject=inject_mtp_support))
 
 
 ARCHES = {"qwen3_next": _text, "qwen3_5_vl": _vision_language}

@@ -13,6 +13,7 @@ import json
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -21,11 +22,12 @@ from triagebot.analyze.findings import analyze
 from triagebot.analyze.findings_models import Findings
 from triagebot.analyze.synthetic import called_for
 from triagebot.errors import PlanRejected
-from triagebot.model import Plan, ReproRequest, RunResult
 from triagebot.plan.synthetic import NOTE, add_arms
+from triagebot.plan_model import Plan
 from triagebot.progress import Event, Pace
 from triagebot.render import RenderedScript, render_plan
-from triagebot.run import cell_envs, leftovers, vllm_cpu
+from triagebot.request_model import ReproRequest
+from triagebot.run import cell_envs, leftovers
 from triagebot.run.live import LIVE_TEMPLATES, LivePool
 from triagebot.run.provision import ProvisionedEnv, ProvisionError
 from triagebot.run.rounds import (
@@ -40,8 +42,10 @@ from triagebot.run.rounds import (
     run_rounds,
     time_left,
 )
+from triagebot.run.runners import run_profile
 from triagebot.run.schedule import initial_schedule
 from triagebot.run.supervise import CellOutcome
+from triagebot.run_result import RunResult
 
 # The fewest runs a pinned arm starts with: two mirrored pairs of rounds on a live engine.
 MIN_PINNED_RUNS = 4
@@ -102,8 +106,7 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
         for cell in plan.cells:
             results[cell.cell_id].append(_failed(plan, cell.cell_id,
                                                  f"provisioning failed: {exc}"))
-        return _finish(plan, request, results, outcomes, None, 0, out, emit, started,
-                       settings)
+        return _finish(Ran(plan, request, results, outcomes, None, 0), settings, emit, started)
 
     live = settings.live and envs.has_vars and all(
         c.template in LIVE_TEMPLATES for c in plan.cells)
@@ -125,8 +128,8 @@ def execute(plan: Plan, scripts: list[RenderedScript], request: ReproRequest | N
                 _pinned_arms(session)
             if session.plan is not plan:  # arms added, or a note on why none were
                 (out / "plan.json").write_text(session.plan.model_dump_json(indent=2) + "\n")
-            return _finish(session.plan, request, results, outcomes, envs.first,
-                           session.round_index, out, emit, started, settings)
+            return _finish(Ran(session.plan, request, results, outcomes, envs.first,
+                               session.round_index), settings, emit, started)
         finally:
             if session.pool is not None:  # the arms' pool, where they brought their own
                 session.pool.close_all()
@@ -152,7 +155,7 @@ def _pinned_arms(s: Session) -> None:
     # Served cells on the cpu runner start a server every round: there the arms, and the
     # cells they are set against, run through the offline API on live engines instead.
     offline = (s.pool is None and settings.live and s.envs.has_vars
-               and vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind))
+               and run_profile(plan).offline_arms)
     try:
         grown = add_arms(plan, call.requests, call.pins, offline=offline)
     except PlanRejected as exc:
@@ -208,9 +211,23 @@ def _noted(plan: Plan, note: str) -> Plan:
     return plan.model_copy(update={"notes": [*plan.notes, note]})
 
 
-def _finish(plan: Plan, request: ReproRequest | None, results: dict[str, list[RunResult]],
-            outcomes: dict[str, list[CellOutcome]], env: ProvisionedEnv | None, rounds: int,
-            out: Path, emit: Progress, started: float, settings: RunSettings) -> Execution:
+@dataclass(frozen=True)
+class Ran:
+    """What a plan's run leaves to analyse: the plan as it ended (arms added), its
+    results and outcomes by cell, its environment and the rounds it took."""
+
+    plan: Plan
+    request: ReproRequest | None
+    results: dict[str, list[RunResult]]
+    outcomes: dict[str, list[CellOutcome]]
+    env: ProvisionedEnv | None
+    rounds: int
+
+
+def _finish(ran: Ran, settings: RunSettings, emit: Progress, started: float) -> Execution:
+    plan, request, results, outcomes, env = (ran.plan, ran.request, ran.results,
+                                             ran.outcomes, ran.env)
+    out = settings.out_dir
     emit(Event(kind="analyse", elapsed_s=time.monotonic() - started))
     # A live engine's rounds share one log: each log is read once.
     logs = {cid: "\n".join(_read_log(o) for o in {o.log_path: o for o in outs}.values())
@@ -224,7 +241,7 @@ def _finish(plan: Plan, request: ReproRequest | None, results: dict[str, list[Ru
         {cid: [o.model_dump(mode="json", exclude={"result"}) for o in outs]
          for cid, outs in outcomes.items()}, indent=2) + "\n")
     return Execution(findings=findings, results=results, outcomes=outcomes, env=env,
-                     rounds=rounds)
+                     rounds=ran.rounds)
 
 
 def _read_log(outcome: CellOutcome) -> str:

@@ -19,19 +19,22 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, cast
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.verdict import DEFAULT_MARGIN, DEFAULT_NEGLIGIBLE
-from triagebot.model import Plan, ReproRequest, RunResult
+from triagebot.plan_model import Plan
 from triagebot.progress import Event, Pace
-from triagebot.run import standins, vllm_cpu, vllm_mlx
+from triagebot.request_model import ReproRequest
+from triagebot.run import standins
 from triagebot.run.cell_envs import CellEnvs
 from triagebot.run.live import KeepWarm, LivePool, LiveScript
+from triagebot.run.runners import run_profile
 from triagebot.run.schedule import Slot, balanced_turn, last_round, mirror_round
-from triagebot.run.supervise import CellOutcome, run_script
+from triagebot.run.supervise import CellOutcome, Limits, ScriptPaths, run_script
+from triagebot.run_result import RunResult
 
 DEFAULT_CACHE = Path.home() / ".cache" / "triagebot" / "envs"
 LIVE_RUNS_PER_ROUND = 2
@@ -214,19 +217,17 @@ def _run_slot(s: Session, slot: Slot) -> CellOutcome:
     plan = s.plan
     cell = plan.cell(slot.cell_id)
     name = f"{slot.cell_id}-r{slot.round}"
-    scratch = (vllm_mlx.per_run_dirs() if vllm_mlx.is_cpu_plan(plan.engine, plan.gpu_kind)
-               else vllm_cpu.per_run_dirs() if vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind)
-               else contextlib.nullcontext(cast(dict[str, str], {})))
+    scratch = run_profile(plan).per_run_dirs()
     ready = s.envs.of(cell)
     with scratch as dirs:
         return run_script(
             s.paths[slot.cell_id],
             python=ready.env.python,
             env={**cell.env, **ready.vars, **dirs, "TRIAGEBOT_RUNS": str(slot.runs)},
-            result_path=s.settings.out_dir / "results" / f"{name}.json",
-            log_path=s.settings.out_dir / "logs" / f"{name}.log",
-            wall_limit_s=plan.budget.cell_time_limit_s,
-            silence_limit_s=s.settings.silence_limit_s,
+            paths=ScriptPaths(result_path=s.settings.out_dir / "results" / f"{name}.json",
+                              log_path=s.settings.out_dir / "logs" / f"{name}.log"),
+            limits=Limits(wall_limit_s=plan.budget.cell_time_limit_s,
+                          silence_limit_s=s.settings.silence_limit_s),
             cwd=s.settings.out_dir,
             stop=s.stop,
         )
@@ -248,7 +249,7 @@ def _make_live(s: Session, cell_id: str) -> Callable[[], LiveScript]:
     ready = s.envs.of(cell)
 
     def make() -> LiveScript:
-        dirs = s.scratch.enter_context(vllm_cpu.per_run_dirs())
+        dirs = s.scratch.enter_context(run_profile(s.plan).per_run_dirs())
         return LiveScript(s.paths[cell_id], python=ready.env.python,
                           env={**cell.env, **ready.vars, **dirs},
                           log_path=out / "logs" / f"{cell_id}-s{pool.starts}.log",

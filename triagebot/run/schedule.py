@@ -22,7 +22,7 @@ import random
 from collections.abc import Mapping, Sequence
 
 from triagebot.frozen import Frozen
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 
 _SHUFFLE_TRIES = 200
 

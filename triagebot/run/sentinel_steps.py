@@ -18,9 +18,10 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.errors import PlanRejected
-from triagebot.model import PlanPolicy, ReproRequest
 from triagebot.overrides import OptionsError, parse_overrides
+from triagebot.plan_model import PlanPolicy
 from triagebot.render import RenderError, render_plan
+from triagebot.request_model import ReproRequest
 from triagebot.run.provision import ProvisionError
 from triagebot.run.watch_steps import StepContext, WatchSettings, execute_step, plan_at, read_logs
 from triagebot.sentinel.cases import overrides, skip_reason

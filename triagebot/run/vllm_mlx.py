@@ -45,10 +45,6 @@ ENGINE = "vllm-mlx"
 TRAIN_SCRIPT = Path(__file__).with_name("mlx_train.py")
 
 
-def is_cpu_plan(engine: str, gpu_kind: str) -> bool:
-    return engine == ENGINE and gpu_kind == "cpu"
-
-
 def lock_path(version: str) -> Path:
     path = locks.lock_path(version)
     if not path.exists():

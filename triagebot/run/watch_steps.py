@@ -20,11 +20,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from triagebot.analyze.findings_models import Findings
 from triagebot.errors import PlanRejected
-from triagebot.model import Plan, PlanPolicy, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.plan import build_plan
+from triagebot.plan_model import Plan, PlanPolicy
 from triagebot.progress import Event, describe
 from triagebot.render import RenderedScript, RenderError, render_plan
+from triagebot.request_model import ReproRequest
 from triagebot.run import standins
 from triagebot.run.orchestrate import DEFAULT_CACHE, Execution, RunSettings, execute
 from triagebot.run.supervise import CellOutcome

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from triagebot.analyze.findings_models import CellFinding, ComparisonFinding, Findings
 from triagebot.errors import PlanRejected
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.sentinel.flags import acceptance_interval
 from triagebot.sentinel.models import CaseFigures, Interval, Mode, ModeFigures, SentinelCase
 from triagebot.watch.models import Ratio

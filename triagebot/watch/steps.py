@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 from triagebot.analyze.findings_models import ComparisonResult, Findings, Interaction
 from triagebot.errors import PlanRejected
-from triagebot.model import Cell, Comparison, Plan
+from triagebot.plan_model import Cell, Comparison, Plan
 from triagebot.watch.models import Ratio, Reading
 from triagebot.watch.states import direction_of, holds
 

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from triagebot.analyze.findings_models import Findings
 from triagebot.jobs.record import JobRecord
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.web.page_charts import acceptance_chart, throughput_chart
 from triagebot.web.page_markdown import report_html
 

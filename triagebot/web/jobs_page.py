@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 
 from triagebot.jobs.record import JOB_ID_CHARS, JobError, JobRecord
 from triagebot.links import may_view
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.web.deps import service_of
 from triagebot.web.job_view import JobView, job_view
 from triagebot.web.pages import HEADERS, templates

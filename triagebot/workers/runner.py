@@ -19,11 +19,11 @@ import redis
 from celery import Celery
 
 from triagebot.jobs.store import JobStore
-from triagebot.model import RunResult
 from triagebot.progress import Event, describe
 from triagebot.render import RenderError, render_plan
 from triagebot.report import render_report
 from triagebot.run.orchestrate import RunCancelled, RunSettings, execute
+from triagebot.run_result import RunResult
 from triagebot.settings import Settings
 from triagebot.workers import task_queues
 from triagebot.workers.runner_bisect import run_bisect_job
@@ -137,7 +137,8 @@ class JobRunner:
         command = shlex.join(["triagebot", "repro",
                               self.settings.thread_url(job.repo, job.number),
                               *job.command.split()[1:]])
-        report = render_report(plan, execution.findings, scripts=scripts, command=command)
+        report = render_report(plan, execution.findings, scripts=scripts, command=command,
+                               docs_url=self.settings.docs_url)
         self.store.runs.save_report(id_, execution.findings.model_dump_json(), report)
         self.store.move(id_, "done", outcome=execution.findings.outcome,
                         headline=execution.findings.headline, eta_s=0.0)

@@ -24,13 +24,20 @@ from celery import Celery
 from triagebot.bisect import envs, ranges, search
 from triagebot.bisect import start as starts
 from triagebot.bisect.render import answer, render_section
-from triagebot.bisect.runner import BisectRun, BisectSettings, CommitPlan, Deeper, bisect
+from triagebot.bisect.runner import (
+    BisectRun,
+    BisectSettings,
+    CommitPlan,
+    Deeper,
+    StepInputs,
+    bisect,
+)
 from triagebot.bisect.search import Step
 from triagebot.bisect.spec import BisectSpec
 from triagebot.commands.bisect import parse_words
 from triagebot.jobs.record import JobRecord
 from triagebot.jobs.store import JobStore
-from triagebot.model import ReproRequest
+from triagebot.request_model import ReproRequest
 from triagebot.run.orchestrate import RunCancelled
 from triagebot.run.provision import ProvisionError
 from triagebot.settings import Settings
@@ -164,8 +171,9 @@ def run_bisect_job(host: JobHost, id_: str, job: JobRecord,
         envs.index_versions(envs.nightly_package_for(package), where, wheels_here=True)),
         commits=ask) if rng.level == "release" else None
     try:
-        result = bisect(run, request, options, spec.errors, bisect_settings, store=steps,
-                        deeper=deeper, log=lambda _m: None, on_step=on_step, stop=stop)
+        inputs = StepInputs(request, options, spec.errors, bisect_settings,
+                            log=lambda _m: None, stop=stop)
+        result = bisect(run, inputs, store=steps, deeper=deeper, on_step=on_step)
     except ranges.BisectError as exc:  # an end that is not what good=/bad= say
         store.move(id_, "failed", error=f"cannot bisect: {exc}")
         host.publish(id_)

@@ -20,9 +20,9 @@ from triagebot.progress import Event
 from triagebot.render import render_plan
 from triagebot.report import render_report
 from triagebot.report.watch import render_watch
-from triagebot.run import vllm_cpu
 from triagebot.run.orchestrate import RunSettings, SlotStore, execute
 from triagebot.run.provision import ProvisionError, provision
+from triagebot.run.runners import run_profile
 from triagebot.run.watch_steps import read_logs
 from triagebot.settings import Settings
 from triagebot.watch.models import Reading, WatchRow, WatchRunSpec
@@ -51,7 +51,7 @@ def run_watch_job(host: WatchHost, id_: str, job: JobRecord, slots: SlotStore,
     plan = store.plan(id_)
     request = store.request(id_)
     reading: Reading | None = None
-    if not vllm_cpu.is_cpu_plan(plan.engine, plan.gpu_kind) and not settings.run_local:
+    if run_profile(plan).installs_before_watch and not settings.run_local:
         # Installed first, as a bisect step does: a release that does not install is the
         # new release broken (or, for the old one, a run that could not tell).
         for release in dict.fromkeys(c.version for c in plan.cells):
@@ -78,7 +78,8 @@ def run_watch_job(host: WatchHost, id_: str, job: JobRecord, slots: SlotStore,
                             read_logs(execution.outcomes), spec.against)
         findings = execution.findings.model_dump_json()
         report = render_report(plan, execution.findings, scripts=scripts, command=(
-            f"triagebot watch {settings.thread_url(job.repo, job.number)}"))
+            f"triagebot watch {settings.thread_url(job.repo, job.number)}"),
+            docs_url=settings.docs_url)
     else:
         findings, report = "{}", ""
     # The page shows the release's reading as a row of its own (judged without the

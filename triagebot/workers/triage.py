@@ -2,11 +2,12 @@
 
 For a comment it gathers the facts its commands need (repo config, permission, the
 thread, its jobs), lets `triagebot.decisions` decide, and applies the actions
-idempotently. It also turns a finished (or progressing) job into edits of the job's one
-comment. GPU workers never hold GitHub credentials; they leave results in Redis and ask
-for a `publish` here. Every step is given one `TriageContext` (settings, job store,
-Celery, GitHub): `triage_facts` gathers what a decision is given, `triage_jobs` does the
-work on jobs, and `Triage` below handles the events.
+idempotently; an issue or PR opened, edited or labelled goes the same way through
+`decisions.triage` (auto-triage). It also turns a finished (or progressing) job into
+edits of the job's one comment. GPU workers never hold GitHub credentials; they leave
+results in Redis and ask for a `publish` here. Every step is given one `TriageContext`
+(settings, job store, Celery, GitHub): `triage_facts` gathers what a decision is given,
+`triage_jobs` does the work on jobs, and `Triage` below handles the events.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from triagebot import decisions
 from triagebot.commands import Command
 from triagebot.decisions import replies as words
 from triagebot.decisions import rules
+from triagebot.decisions import triage as auto_triage
 from triagebot.decisions.actions import (
     Action,
     CancelJobs,
@@ -30,12 +32,12 @@ from triagebot.decisions.actions import (
     StartJob,
     StartWatch,
     StopWatch,
+    TriageAction,
 )
 from triagebot.github.client import GitHubClient
 from triagebot.github.errors import GitHubError
 from triagebot.github.events import ThreadEvent
 from triagebot.jobs.store import JobStore, text_of
-from triagebot.overrides import ReproOptions
 from triagebot.parse import parse_report
 from triagebot.repo_config import CONFIG_PATH
 from triagebot.settings import Settings
@@ -242,26 +244,28 @@ class Triage:
             # Nobody invoked us: a broken config stays silent on auto-triage.
             log.warning("invalid %s in %s: %s", CONFIG_PATH, event.repo, "; ".join(problems))
             return
-        if not rules.wants_triage(event, config):
+        if not auto_triage.reads_thread(event, config):
             return
         thread = gh.read_thread(event.repo, event.number)
         request = parse_report(thread.body.encode(), title=thread.title, repo=event.repo)
-        will_run = False
+        facts = (facts_for(self.ctx, gh, event, config, {"repro"}, thread)
+                 if auto_triage.may_run(event, config, request) else None)
+        self._apply_triage(gh, event, auto_triage.decide(
+            event, thread, request, self.ctx.settings.command_name, facts))
+
+    def _apply_triage(self, gh: GitHubClient, event: ThreadEvent,
+                      actions: list[TriageAction]) -> None:
+        """Carry out auto-triage's actions: the run, once, then the one summary comment,
+        which says whether the run was queued and carries the run's notes."""
+        started = False
         notes: list[str] = []
-        if request.in_scope and rules.triage_may_run(event, config):
-            facts = facts_for(self.ctx, gh, event, config, {"repro"}, thread)
-            trigger = f"{event.event}-{event.action}-{event.label or ''}"
-            actions = (decisions.repro.start(facts, trigger, "repro", ReproOptions())
-                       if facts.may_run else [])
-            for action in actions:
-                if isinstance(action, StartJob):
-                    busy = triage_jobs.start(self.ctx, gh, action)
-                    will_run = busy is None
-                    notes += [busy] if busy else []
-                elif isinstance(action, Reply):
-                    notes.append(action.text)
-        summary = words.triage_summary(request, command_name=self.ctx.settings.command_name,
-                                       will_run=will_run, is_pr=thread.is_pr,
-                                       head_sha=thread.head_sha)
-        body = "\n\n".join([summary, *notes])
-        gh.upsert_comment(event.repo, event.number, f"triage={event.number}", body)
+        for action in actions:
+            if isinstance(action, StartJob):
+                busy = triage_jobs.start(self.ctx, gh, action)
+                started = busy is None
+                notes += [busy] if busy else []
+            elif isinstance(action, Reply):
+                notes.append(action.text)
+            else:
+                body = "\n\n".join([action.text(will_run=started), *notes])
+                gh.upsert_comment(event.repo, event.number, action.marker, body)

@@ -18,8 +18,8 @@ from triagebot.github.client import GitHubClient
 from triagebot.github.errors import GitHubError
 from triagebot.jobs.record import JobRecord
 from triagebot.jobs.store import JobStore
-from triagebot.model import ReproRequest
 from triagebot.repo_config import CONFIG_PATH
+from triagebot.request_model import ReproRequest
 from triagebot.workers.runner_bisect import commits_key
 
 

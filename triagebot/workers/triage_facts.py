@@ -114,16 +114,16 @@ def runner_live(ctx: TriageContext, gpu_kind: str) -> bool:
 
 
 def facts_for(ctx: TriageContext, gh: GitHubClient, event: ThreadEvent, config: RepoConfig,
-              names_: set[str], thread: Thread | None = None) -> Facts:
+              command_names: set[str], thread: Thread | None = None) -> Facts:
     """Only what the named commands read: no GitHub call a comment does not need."""
     settings, store = ctx.settings, ctx.store
     may_talk, may_run = standing(ctx, gh, event.repo, event.sender.login, config)
     # An edit's repro or bisect may replace the job the comment started.
-    edit_starts = event.action == "edited" and bool(names_ & {"repro", "bisect"})
+    edit_starts = event.action == "edited" and bool(command_names & {"repro", "bisect"})
     jobs = (tuple(store.thread_jobs(event.repo, event.number))
-            if names_ & {"status", "cancel", "watch"} or edit_starts else ())
-    watching = bool(names_ & {"status", "watch", "unwatch"})
-    repro = may_run and bool(names_ & {"repro", "bisect"})
+            if command_names & {"status", "cancel", "watch"} or edit_starts else ())
+    watching = bool(command_names & {"status", "watch", "unwatch"})
+    repro = may_run and bool(command_names & {"repro", "bisect"})
     if repro and thread is None:
         thread = gh.read_thread(event.repo, event.number)
     return Facts(

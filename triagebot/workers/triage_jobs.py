@@ -15,7 +15,7 @@ from triagebot.decisions import replies as words
 from triagebot.decisions.actions import StartJob
 from triagebot.github.client import GitHubClient
 from triagebot.jobs.record import JobRecord
-from triagebot.model import Plan
+from triagebot.plan_model import Plan
 from triagebot.workers import task_queues, watch
 from triagebot.workers.triage_bisect import answer_commits, report_with_candidates
 from triagebot.workers.triage_facts import TriageContext, repo_config, runner_live
@@ -61,8 +61,8 @@ def _acknowledge_and_enqueue(ctx: TriageContext, gh: GitHubClient, job: JobRecor
         plan = store.plan(job.id)
         ahead, wait_s = store.queue_position(job)
         request = store.request(job.id)
-        body = words.acknowledgement(job, plan, ahead, wait_s, ctx.job_url(job), notes,
-                                     runner_live=runner_live(ctx, job.gpu_kind),
+        place = words.QueuePlace(ahead, wait_s, runner_live(ctx, job.gpu_kind))
+        body = words.acknowledgement(job, plan, place, ctx.job_url(job), notes,
                                      crash_check=request is not None
                                      and request.symptom == "crash",
                                      **_bisect_words(ctx, job, plan))

@@ -38,10 +38,10 @@ from triagebot.github.events import ThreadEvent
 from triagebot.jobs.record import JobRecord, job_id
 from triagebot.jobs.store import utc_day
 from triagebot.jobs.watches import WatchRecord, WatchStore
-from triagebot.model import ReproRequest
 from triagebot.overrides import parse_overrides
 from triagebot.report.markdown import inline
 from triagebot.report.watch import render_watch
+from triagebot.request_model import ReproRequest
 from triagebot.run.watch_steps import StepContext, WatchSettings, plan_at
 from triagebot.watch.feed import Release, newer_than
 from triagebot.watch.models import STATE_WORDS, Reading, WatchRow, WatchRunSpec

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import get_args
 
-from triagebot.model import SpecMethod
+from triagebot.request_model import SpecMethod
 
 SPEC_METHODS: frozenset[str] = frozenset(get_args(SpecMethod))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from triagebot.model import ReportedNumber
 from triagebot.parse.runs import RunConfig
+from triagebot.request_model import ReportedNumber
 
 # How a results row, a labelled block or a table names its arm. An arm name that says
 # "no MTP" or "baseline" is a run without speculation; one naming a method is a run with.

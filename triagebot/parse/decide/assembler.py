@@ -6,14 +6,11 @@ import re
 from functools import cached_property
 from typing import Any
 
-from triagebot.model import (
-    Evidence,
-    ReproRequest,
-)
 from triagebot.parse.common import Fact, Facts
 from triagebot.parse.decide.wording import Wording, read_wording
 from triagebot.parse.document import Document
 from triagebot.parse.runs import RunConfig, spec_config_settings
+from triagebot.request_model import Evidence, ReproRequest
 
 _QUOTED_RE = re.compile(r"'([^']{2,120})'|\"([^\"]{2,120})\"")
 

@@ -3,13 +3,13 @@ give `scope`, and the symptom `symptom` reads with what the numbers say."""
 
 from __future__ import annotations
 
-from triagebot.model import Classification, ReportedMetrics, ReportedNumber
 from triagebot.parse.common import as_bool
 from triagebot.parse.decide.arms import kinds_of_arms, measured_symptom
 from triagebot.parse.decide.assembler import Assembler
 from triagebot.parse.decide.scope import Signals, classify
 from triagebot.parse.decide.symptom import decide_symptom
 from triagebot.parse.results import summarise
+from triagebot.request_model import Classification, ReportedMetrics, ReportedNumber
 
 _SPEED_METRICS = ("tok_s", "_ms_mean", "acceptance_rate", "acceptance_length", "e2e_latency_s")
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 
-from triagebot.model import ReportedNumber
 from triagebot.parse.common import Fact, as_bool, canonical_mode
 from triagebot.parse.decide.arms import kinds_of_arms, run_has_spec
 from triagebot.parse.decide.assembler import Assembler
 from triagebot.parse.decide.words import EFFECT_RE, RAN_RE, baseline_words, hits
 from triagebot.parse.runs import RunConfig
+from triagebot.request_model import ReportedNumber
 
 _ENCODER_RE = re.compile(r"\bvit\b|vision (?:encoder|tower)|mm[-_ ]encoder|encoder[-_ ]"
                          r"(?:cuda ?graph|cudagraph|graph)|cudagraph_mm_encoder|vit_cuda_graph",

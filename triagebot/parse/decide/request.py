@@ -15,13 +15,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from triagebot.model import (
-    Arm,
-    ReportedNumber,
-    ReproRequest,
-    SourceInfo,
-    Workload,
-)
 from triagebot.parse import prose
 from triagebot.parse.common import (
     as_bool,
@@ -45,6 +38,7 @@ from triagebot.parse.decide.settings import (
 from triagebot.parse.decide.setup import decide_engine, decide_models, decide_version
 from triagebot.parse.envdump import EnvDump
 from triagebot.parse.runs import spec_config_settings
+from triagebot.request_model import Arm, ReportedNumber, ReproRequest, SourceInfo, Workload
 
 __all__ = ["Assembler", "resolve", "single"]
 

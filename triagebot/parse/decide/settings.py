@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from triagebot.model import Environment
 from triagebot.parse.common import Fact, as_bool, as_float, as_int, canonical_gpu
 from triagebot.parse.decide.assembler import Assembler, single
 from triagebot.parse.decide.setup import run_engine
+from triagebot.request_model import Environment
 
 
 def decide_parallel(a: Assembler) -> None:

@@ -6,9 +6,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from triagebot.model import (
-    Environment,
-)
 from triagebot.parse.common import (
     PROGRAM_ENGINE,
     Fact,
@@ -19,6 +16,7 @@ from triagebot.parse.common import (
 from triagebot.parse.decide.assembler import Assembler
 from triagebot.parse.envdump import EnvDump
 from triagebot.parse.runs import RunConfig
+from triagebot.request_model import Environment
 
 REPO_ENGINE = {"vllm-project/vllm": "vllm", "sgl-project/sglang": "sglang",
                "waybarrios/vllm-mlx": "vllm-mlx", "ggml-org/llama.cpp": "llama.cpp",

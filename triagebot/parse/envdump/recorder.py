@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from triagebot.model import Environment
+from triagebot.request_model import Environment
 
 # Longest line we look at. Dump lines are short; a megabyte-long line is noise and
 # would only cost time.

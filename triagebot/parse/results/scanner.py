@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 
-from triagebot.model import ReportedMetrics, ReportedNumber
 from triagebot.parse.document import PYTHON_LANGUAGES, Layout, read_layout
 from triagebot.parse.results.cells import (
     acceptance_mentions,
@@ -52,6 +51,7 @@ from triagebot.parse.results.words import (
     Metric,
     is_candidate,
 )
+from triagebot.request_model import ReportedMetrics, ReportedNumber
 
 __all__ = ["find_reported_numbers", "summarise"]
 

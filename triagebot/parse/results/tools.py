@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triagebot.model import Evidence, ReportedNumber
 from triagebot.parse.document import Layout
 from triagebot.parse.results.cells import (
     as_number,
@@ -38,6 +37,7 @@ from triagebot.parse.results.words import (
     TOK_S,
     Metric,
 )
+from triagebot.request_model import Evidence, ReportedNumber
 
 # --- the scanner ---------------------------------------------------------------------------
 
