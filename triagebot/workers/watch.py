@@ -20,6 +20,7 @@ beat drives, and what a finished watch run tells each thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -144,7 +145,8 @@ def poll(ctx: TriageContext, client: httpx.Client | None = None) -> int:
     if not watches.poll_due(every):
         return 0
     queued = 0
-    with client or httpx.Client(timeout=30) as http:
+    # A client the caller gives stays the caller's to close.
+    with contextlib.nullcontext(client) if client else httpx.Client(timeout=30) as http:
         for engine in watches.engines():
             by_package: dict[str, list[WatchRecord]] = {}
             for rec in watches.watching(engine):
