@@ -78,12 +78,25 @@ def start_auto(ctx: TriageContext, job: JobRecord) -> None:
     if problems or not config.watch.auto or not config.watch.watches(engine):
         return
     watches = store_of(ctx)
-    if watches.active_in(job.repo) >= config.watch.max_threads:
+    rec = watches.get(job.repo, job.number)
+    if rec is not None and rec.status != "stopped":
+        return  # watched already (a retried publish, or an earlier report's watch)
+    # The thread hears either way, in one comment of the job's own (a retried publish
+    # edits it).
+    name = ctx.settings.command_name
+    threads = watches.active_in(job.repo)
+    if threads >= config.watch.max_threads:
         log.info("watch %s: not started, [watch] max_threads is reached", job.thread)
-        return
-    thread = gh.read_thread(job.repo, job.number)
-    start(ctx, StartWatch(job_id=job.id, engine=engine, gpu=job.gpu_kind), thread.author,
-          ctx.settings.bot_login)
+        text = (f"Not watched across releases: this repository's `[watch] max_threads` is "
+                f"{config.watch.max_threads} and {threads} threads are watched already "
+                f"(`[watch] auto` would have started one here). `@{name} unwatch` on one "
+                f"of them makes room; `@{name} watch` here then starts it.")
+    else:
+        thread = gh.read_thread(job.repo, job.number)
+        text = start(ctx, StartWatch(job_id=job.id, engine=engine, gpu=job.gpu_kind),
+                     thread.author, ctx.settings.bot_login)
+        text = f"`[watch] auto` is on here. {text}"
+    gh.upsert_comment(job.repo, job.number, f"watchauto={job.id}", text)
 
 
 def start(ctx: TriageContext, action: StartWatch, reporter: str, started_by: str) -> str:
@@ -134,9 +147,10 @@ def thread_closed(ctx: TriageContext, event: ThreadEvent) -> None:
 # --- the feed ----------------------------------------------------------------------------
 
 
-def poll(ctx: TriageContext, client: httpx.Client | None = None) -> int:
+def poll(ctx: TriageContext, client: httpx.Client | None = None, today: str = "") -> int:
     """One beat tick: when a poll is due, read the feeds and queue the runs; returns how
-    many runs it queued."""
+    many runs it queued. `today` (YYYYMMDD, UTC; default: now) is the day whose runner
+    minutes a run spends."""
     import random
 
     settings = ctx.settings
@@ -159,7 +173,7 @@ def poll(ctx: TriageContext, client: httpx.Client | None = None) -> int:
             for package, recs in by_package.items():
                 releases = _releases(ctx, watches, http, package)
                 for rec in recs:
-                    queued += _advance(ctx, watches, rec, releases)
+                    queued += _advance(ctx, watches, rec, releases, today or utc_day())
     return queued
 
 
@@ -177,7 +191,7 @@ def _releases(ctx: TriageContext, watches: WatchStore, http: httpx.Client,
 
 
 def _advance(ctx: TriageContext, watches: WatchStore, rec: WatchRecord,
-             releases: Sequence[Release]) -> int:
+             releases: Sequence[Release], today: str) -> int:
     """Queue the run of the oldest release the watch has not measured; 1 if queued."""
     gh = ctx.github(rec.installation_id)
     config, problems = repo_config(ctx, gh, rec.repo)
@@ -187,15 +201,27 @@ def _advance(ctx: TriageContext, watches: WatchStore, rec: WatchRecord,
     if stop_after(rec.rows, cfg.stop_after_fixed):
         watches.set_status(rec.repo, rec.number, "stopped")
         return 0
-    if watches.minutes(rec.repo, utc_day()) >= cfg.runner_minutes_per_day:
-        log.info("watch %s: today's runner minutes ([watch] runner_minutes_per_day = %d) "
-                 "are spent; the next release waits", rec.thread, cfg.runner_minutes_per_day)
-        return 0
     done = {r.release for r in rec.rows if r.state != "inconclusive"
             or rec.attempts.get(r.release, 0) >= MAX_ATTEMPTS}
     pending = [r for r in newer_than(releases, rec.last or "0") if r.version not in done]
-    if not pending or not watches.claim(rec.thread, pending[0].version):
+    if not pending:
         return 0
+    spent = watches.minutes(rec.repo, today)
+    if spent >= cfg.runner_minutes_per_day:
+        # The release waits, shown on the thread, and runs on the first day with minutes.
+        note = (f"{pending[0].version} waits: the repository's runner minutes for today "
+                f"(UTC) are spent ({spent:.0f} of `[watch] runner_minutes_per_day` = "
+                f"{cfg.runner_minutes_per_day}); it runs on the next day's poll.")
+        log.info("watch %s: %s", rec.thread, note)
+        if note != rec.waiting:
+            now = watches.change(rec.thread, waiting=note)
+            if now is not None:
+                _sticky(ctx, gh, now)
+        return 0
+    if not watches.claim(rec.thread, pending[0].version):
+        return 0
+    if rec.waiting:
+        watches.change(rec.thread, waiting="")
     try:
         return _queue(ctx, watches, rec, pending[0])
     except Exception:
@@ -317,7 +343,7 @@ def _standing(rows: Sequence[WatchRow]) -> str:
 def _sticky(ctx: TriageContext, gh: GitHubClient, rec: WatchRecord) -> None:
     """The report's comment with the Watch table under it; where the report's job has
     expired, a comment of the watch's own holds the table."""
-    table = render_watch(rec.rows, rec.comparison)
+    table = render_watch(rec.rows, rec.comparison, waiting=rec.waiting)
     job = ctx.store.get(rec.job_id) if rec.job_id else None
     if job is not None:
         body = words.final(job, ctx.store.runs.report(job.id), ctx.job_url(job))
