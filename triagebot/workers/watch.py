@@ -41,6 +41,7 @@ from triagebot.jobs.store import utc_day
 from triagebot.jobs.watches import WatchRecord, WatchStore
 from triagebot.model import ReproRequest
 from triagebot.overrides import parse_overrides
+from triagebot.repo_config import WatchConfig
 from triagebot.report.markdown import inline
 from triagebot.report.watch import render_watch
 from triagebot.run.watch_steps import StepContext, WatchSettings, plan_at
@@ -51,8 +52,7 @@ from triagebot.watch.steps import deciding_comparison, ratio_of, refused, step_p
 from triagebot.workers import task_queues
 from triagebot.workers.runner_watch import reading_key
 from triagebot.workers.triage_facts import TriageContext, repo_config
-from triagebot.workers.watch_feed import FeedState, next_poll_s
-from triagebot.workers.watch_feed import poll as poll_feed
+from triagebot.workers.watch_feed import Feeds, next_poll_s
 
 log = logging.getLogger(__name__)
 
@@ -161,43 +161,40 @@ def poll(ctx: TriageContext, client: httpx.Client | None = None, today: str = ""
     queued = 0
     # A client the caller gives stays the caller's to close.
     with contextlib.nullcontext(client) if client else httpx.Client(timeout=30) as http:
+        feeds = Feeds(watches, http)
         for engine in watches.engines():
-            by_package: dict[str, list[WatchRecord]] = {}
             for rec in watches.watching(engine):
-                try:
-                    package = envs.package_for(rec.engine, rec.runner)
-                except BisectError as exc:
-                    log.warning("watch %s: no release feed: %s", rec.thread, exc)
-                    continue
-                by_package.setdefault(package, []).append(rec)
-            for package, recs in by_package.items():
-                releases = _releases(ctx, watches, http, package)
-                for rec in recs:
-                    queued += _advance(ctx, watches, rec, releases, today or utc_day())
+                queued += _advance(ctx, watches, rec, feeds, today or utc_day())
     return queued
 
 
-def _releases(ctx: TriageContext, watches: WatchStore, http: httpx.Client,
-              package: str) -> tuple[Release, ...]:
-    raw = watches.feed(package)
-    state = FeedState.model_validate_json(raw) if raw else FeedState()
-    url = f"{ctx.settings.watch_index.rstrip('/')}/{package}/"
-    polled = poll_feed(url, state, http)
-    if polled.error:
-        watches.feed_error(package, polled.error.split(":", 1)[0])
-    elif polled.state != state:
-        watches.save_feed(package, polled.state.model_dump_json())
-    return polled.state.releases
+def _releases(ctx: TriageContext, feeds: Feeds, rec: WatchRecord, config: WatchConfig
+              ) -> tuple[list[Release], str]:
+    """The releases of the watch's package, and its nightlies where the repo follows
+    them (oldest first), with the index the nightlies came from ("" for none)."""
+    try:
+        package = envs.package_for(rec.engine, rec.runner)
+    except BisectError as exc:
+        log.warning("watch %s: no release feed: %s", rec.thread, exc)
+        return [], ""
+    found = list(feeds.releases(ctx.settings.watch_index, package))
+    index = ""
+    if config.nightlies:
+        index = config.nightly_index or ctx.settings.watch_index
+        found += feeds.releases(index, envs.nightly_package_for(package), nightlies=True)
+    return found, index
 
 
-def _advance(ctx: TriageContext, watches: WatchStore, rec: WatchRecord,
-             releases: Sequence[Release], today: str) -> int:
-    """Queue the run of the oldest release the watch has not measured; 1 if queued."""
+def _advance(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, feeds: Feeds,
+             today: str) -> int:
+    """Queue the run of the oldest release (or nightly, where the repo follows them) the
+    watch has not measured; 1 if queued."""
     gh = ctx.github(rec.installation_id)
     config, problems = repo_config(ctx, gh, rec.repo)
     cfg = config.watch
     if problems or not cfg.watches(rec.engine):
         return 0
+    releases, nightly_index = _releases(ctx, feeds, rec, cfg)
     if stop_after(rec.rows, cfg.stop_after_fixed):
         watches.set_status(rec.repo, rec.number, "stopped")
         return 0
@@ -222,14 +219,16 @@ def _advance(ctx: TriageContext, watches: WatchStore, rec: WatchRecord,
         return 0
     if rec.waiting:
         watches.change(rec.thread, waiting="")
+    index = nightly_index if "dev" in pending[0].version else ""
     try:
-        return _queue(ctx, watches, rec, pending[0])
+        return _queue(ctx, watches, rec, pending[0], index)
     except Exception:
         watches.unclaim(rec.thread, pending[0].version)  # the next tick tries again
         raise
 
 
-def _queue(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, release: Release) -> int:
+def _queue(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, release: Release,
+           index: str) -> int:
     request = ReproRequest.model_validate_json(rec.request)
     options = parse_overrides(list(rec.words)).model_copy(update={"gpu": rec.runner})
     step = StepContext(request=request, options=options,
@@ -244,7 +243,7 @@ def _queue(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, release: R
         return 0
     attempt = rec.attempts.get(release.version, 0)
     spec = WatchRunSpec(release=release.version, against=rec.last, comparison=rec.comparison,
-                        direction=rec.direction, date=release.date)
+                        direction=rec.direction, date=release.date, index=index)
     trigger = f"watch-{release.version}-{rec.runner}-{attempt}"
     record = JobRecord(
         id=job_id(ctx.settings.link_key, rec.repo, 0, trigger, plan.plan_hash),
