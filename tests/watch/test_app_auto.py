@@ -25,8 +25,8 @@ from triagebot.github.markers import has_marker
 from triagebot.jobs.record import JobRecord
 from triagebot.jobs.store import JobStore
 from triagebot.jobs.watches import WatchStore
-from triagebot.workers import task_queues
 from triagebot.web.app import create_app
+from triagebot.workers import task_queues
 from triagebot.workers.app import create_celery
 
 
