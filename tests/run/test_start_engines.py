@@ -85,7 +85,8 @@ def _script(tmp_path: Path) -> Path:
 
 
 def _start(tmp_path: Path, envs: list[dict[str, str]], pool: LivePool, *,
-           keep_warm_s: float = 60.0) -> tuple[Plan, dict[str, object], list[Event]]:
+           keep_warm_s: float = 60.0, stop_on_failure: bool = False
+           ) -> tuple[Plan, dict[str, object], list[Event]]:
     plan, _ = load_fixture("noisy_unknown")
     cells = [c.model_copy(update={"env": env}) for c, env in zip(plan.cells, envs, strict=True)]
     plan = plan.model_copy(update={"cells": cells})
@@ -98,7 +99,8 @@ def _start(tmp_path: Path, envs: list[dict[str, str]], pool: LivePool, *,
         try:
             session = Session(
                 plan=plan, request=None, paths={c.cell_id: script for c in cells},
-                envs=CellEnvs({None: CellEnv(env)}), settings=RunSettings(out_dir=tmp_path),
+                envs=CellEnvs({None: CellEnv(env)}), settings=RunSettings(out_dir=tmp_path,
+                                                       stop_on_failure=stop_on_failure),
                 emit=events.append,
                 started=0.0, results={}, outcomes={}, store=None, stop=None, pool=pool,
                 scratch=scratch, pace=Pace(60.0, len(cells)), planned=10)
@@ -142,6 +144,18 @@ def test_without_room_for_two_they_start_one_at_a_time_and_a_failed_start_is_ret
     assert all(o.status == "failed" for o in failed.values())
     assert got["running"] == {ids[0]: True, ids[1]: False, ids[2]: True, ids[3]: False,
                               ids[4]: False}
+
+
+def test_with_stop_on_failure_no_engine_starts_after_one_failed(tmp_path: Path) -> None:
+    # A watch run stops at its first failure: the engines after a failed start are
+    # never started (on the cpu runner each start is minutes).
+    envs: list[dict[str, str]] = [{}, {"FAIL_START": "1"}, {}, {}, {}]
+    plan, got, events = _start(tmp_path, envs, LivePool(reserve_bytes=0, memory=lambda: None),
+                               stop_on_failure=True)
+    ids = [c.cell_id for c in plan.cells]
+    assert set(got["failed"]) == {ids[1]}  # type: ignore[call-overload]
+    assert got["running"] == {cid: cid == ids[0] for cid in ids}
+    assert [e.cell_id for e in events if e.kind == "engine"] == ids[:2]
 
 
 def _noted(path: Path) -> list[str]:

@@ -13,7 +13,7 @@ from typing import ClassVar
 import httpx
 import pytest
 
-from triagebot.watch.feed import FeedError, Release, newer_than, parse_feed
+from triagebot.watch.feed import FeedError, Release, newer_than, parse_feed, parse_simple_html
 from triagebot.workers.watch_feed import FeedState, next_poll_s, poll
 
 
@@ -40,6 +40,31 @@ def test_releases_are_unyanked_versions_dated_by_their_first_file() -> None:
                                 Release(version="0.32.0", date="2026-09-02")]
     assert [r.version for r in parse_feed(PAGE, nightlies=True)] == ["0.26.0.dev202607100938"]
     assert [r.version for r in newer_than(parse_feed(PAGE), "0.25.1")] == ["0.32.0"]
+
+
+def test_a_static_nightly_page_gives_its_nightlies_dated_by_their_build() -> None:
+    html = ('<html><body>'
+            '<a href="../v/vllm-0.26.0.dev20260710%2Bg1a2b3c.cu129-cp38-abi3-manylinux1_x86_64'
+            '.whl#sha256=00">vllm-0.26.0.dev20260710+g1a2b3c.cu129-cp38-abi3-manylinux1_x86_64'
+            '.whl</a><a href="../v/vllm-0.26.0rc1.dev42%2Bgffee00-cp38-abi3-manylinux1_x86_64'
+            '.whl"></a><a data-yanked="" href="vllm-0.26.0.dev20260709-py3-none-any.whl">'
+            'vllm-0.26.0.dev20260709-py3-none-any.whl</a>'
+            '<a href="vllm-0.25.1-py3-none-any.whl">vllm-0.25.1-py3-none-any.whl</a>'
+            '</body></html>')
+    assert parse_simple_html(html, nightlies=True) == [
+        Release(version="0.26.0.dev20260710", date="2026-07-10"),
+        Release(version="0.26.0rc1.dev42", date="")]
+    assert parse_simple_html(html) == [Release(version="0.25.1")]
+    with pytest.raises(FeedError, match="not a PEP 503 project page"):
+        parse_simple_html(b"just text")
+
+
+def test_nightlies_sort_before_their_release_and_by_build_time() -> None:
+    versions = ["0.26.0", "0.26.0.dev202607101200", "0.25.1", "0.26.0.dev20260711",
+                "0.26.0rc1", "0.26.0.post1"]
+    ordered = newer_than([Release(version=v) for v in versions], "0.25.1")
+    assert [r.version for r in ordered] == ["0.26.0.dev202607101200", "0.26.0.dev20260711",
+                                            "0.26.0rc1", "0.26.0", "0.26.0.post1"]
 
 
 @pytest.mark.parametrize(("body", "words"), [
@@ -92,7 +117,8 @@ def test_a_second_poll_is_conditional_and_an_unchanged_index_changes_nothing(
         assert [r.version for r in first.state.releases] == ["0.25.1", "0.32.0"]
         again = poll(index, first.state, client)
     assert (again.changed, again.error, again.state) == (False, "", first.state)
-    assert Index.seen[0]["Accept"] == "application/vnd.pypi.simple.v1+json"
+    # JSON first; a static index (PEP 503) may answer its HTML.
+    assert Index.seen[0]["Accept"] == "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
     assert Index.seen[1]["If-None-Match"] == '"v1"'
     assert Index.seen[1]["If-Modified-Since"] == "Wed, 02 Sep 2026 10:00:00 GMT"
 

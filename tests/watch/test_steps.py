@@ -182,6 +182,23 @@ def test_crash_line_is_the_last_exception_line_else_the_last_line() -> None:
                                 "'SYNTHETIC_MODE'")
 
 
+def test_crash_line_says_where_the_error_was_raised() -> None:
+    prefix = "(EngineCore_DP0 pid=7) ERROR 11-28 19:38:04 [core.py:710] "
+    log = "".join(prefix + line + "\n" for line in (
+        "Traceback (most recent call last):",
+        '  File "/env/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 88, in step',
+        "    output = self.model_executor.execute_model(scheduler_output)",
+        '  File "/env/lib/python3.12/site-packages/vllm/v1/sample/rejection_sampler.py", '
+        "line 412, in rejection_sample",
+        "    rejection_greedy_sample_kernel[(batch_size,)](",
+        "    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+        "TypeError: kernel() got an unexpected keyword argument 'SYNTHETIC_MODE'"))
+    assert crash_line(log + "RuntimeError: Worker failed with error 'x', please check the "
+                            "stack trace above for the root cause\n") == (
+        "TypeError: kernel() got an unexpected keyword argument 'SYNTHETIC_MODE' (at "
+        "vllm/v1/sample/rejection_sampler.py:412 in rejection_sample)")
+
+
 def test_the_reporters_own_slower_figure_picks_the_comparison() -> None:
     # The sample reports MTP at 1.53x under eager and 0.56x under graphs: when both are
     # slower here, the watch follows the graph comparison the report is about.

@@ -88,9 +88,10 @@ def watch_command(
     inputs = PlanInputs(path, overrides, title, None, engine, None, None, runner)
     request, probe = inputs.load()
     err = console(stderr=True)
+    package = envs.package_for(probe.engine, probe.gpu_kind)
     try:
         order = _releases(first, last, releases, lambda: envs.index_versions(
-            envs.package_for(probe.engine, probe.gpu_kind), index or envs.PYPI_SIMPLE))
+            package, index or envs.PYPI_SIMPLE))
     except (ValueError, ProvisionError) as exc:
         raise fail(EXIT_USAGE, str(exc)) from None
     if not order:
@@ -117,7 +118,7 @@ def watch_command(
         (folder / "watch.json").write_text(watched.model_dump_json(indent=2) + "\n")
 
     watched = watch_releases(ctx, order, log=lambda m: err.print(escape(m)), on_row=saved,
-                             before=before)
+                             before=before, dates=release_dates(package, index or envs.PYPI_SIMPLE))
     if as_json:
         sys.stdout.write(json.dumps(watched.model_dump(mode="json"), indent=2) + "\n")
     else:
@@ -154,6 +155,21 @@ def _releases(first: str | None, last: str | None, given: str | None,
         raise ValueError(f"--to {last} is older than --from {first}")
     return [v for v in known if version_key(v) >= low and (high is None
                                                             or version_key(v) <= high)]
+
+
+def release_dates(package: str, index: str) -> dict[str, str]:
+    """Each release's date (its first file's upload day) from the index's project page;
+    none where the index cannot say (a folder of wheels, an index that does not answer:
+    the table then shows no date rather than the day it was measured)."""
+    if "://" not in index or index.startswith("file://"):
+        return {}
+    import httpx
+
+    from triagebot.workers.watch_feed import FeedState, poll
+
+    with httpx.Client(timeout=30) as client:
+        polled = poll(f"{index.rstrip('/')}/{package}/", FeedState(), client)
+    return {r.version: r.date for r in polled.state.releases}
 
 
 def _is_release(version: str) -> bool:

@@ -49,6 +49,8 @@ class WatchRecord(Frozen):
     status: Status = "active"
     rows: tuple[WatchRow, ...] = ()
     attempts: dict[str, int] = Field(default_factory=dict)  # release -> failed runs
+    # Why the next release has not run yet (a limit of the repo's), shown on the thread.
+    waiting: str = ""
     started_at: float = 0.0
 
     @property

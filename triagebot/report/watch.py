@@ -15,19 +15,22 @@ from triagebot.watch.models import Ratio, WatchRow
 from triagebot.watch.states import describe
 
 
-def render_watch(rows: Sequence[WatchRow], comparison: str, *, heading: str = "### Watch"
-                 ) -> str:
-    """The section: heading, what is watched, the table and the reasons."""
+def render_watch(rows: Sequence[WatchRow], comparison: str, *, heading: str = "### Watch",
+                 waiting: str = "") -> str:
+    """The section: heading, what is watched, the table, the reasons, and what waits."""
     lines = [heading, ""]
+    # `waiting` is triagebot's own sentence (a limit and a feed's version, which the feed
+    # reader only takes in the shape of a version), so its code spans stay.
+    after = [f"**Waiting:** {waiting[:400]}", ""] if waiting else []
     if not rows:
-        return "\n".join([*lines, "No release measured yet.", ""])
+        return "\n".join([*lines, "No release measured yet.", "", *after])
     lines += [f"{code_span(comparison)} on each new release, measured side by side with "
               "the last release measured, in one job on one runner.", "",
               "| release | date | ratio [95 % CI] | verdict | vs last release | state | job |",
               "|---|---|---|---|---|---|---|"]
     lines += [_row(r) for r in rows]
     lines += ["", *(f"- {inline(r.release, 40)} **{r.words}**: {inline(r.reason, 400)}"
-                    for r in rows), ""]
+                    for r in rows), "", *after]
     return "\n".join(lines)
 
 

@@ -95,12 +95,14 @@ def provision(
     local: bool,
     find_links: Path | None = None,
     commit_index: str | None = None,
+    nightly_index: str | None = None,
 ) -> ProvisionedEnv:
     """The interpreter a cell of `engine` at `version` (release or commit) runs under.
 
     `find_links` installs from that directory of wheels only, with no index: for runners
     without network access, and for tests. `commit_index` is the wheel index of the
-    commit `version` (default: vLLM's, wheels.vllm.ai/<sha>).
+    commit `version` (default: vLLM's, wheels.vllm.ai/<sha>); `nightly_index`, an index
+    beside PyPI that holds the nightly `version` (a repo's `[watch] nightly_index`).
     """
     spec = _spec(engine)
     if local or (engine == "transformers" and version is None):
@@ -113,7 +115,7 @@ def provision(
     return reuse_or_build(cache_dir / f"{engine}-{version}.lock",
                           lambda: _reuse(env_dir, engine, version),
                           lambda: _build(env_dir, engine, version, spec, find_links,
-                                         commit_index))
+                                         commit_index or nightly_index))
 
 
 def reuse_or_build(lock: Path, reuse: Callable[[], ProvisionedEnv | None],
@@ -234,7 +236,8 @@ def install_commands(
     find_links: Path | None = None,
     commit_index: str | None = None,
 ) -> list[list[str]]:
-    """The argv lists that create `env_dir` and install the engine into it."""
+    """The argv lists that create `env_dir` and install the engine into it;
+    `commit_index` is a commit's wheel index, or for a nightly an index beside PyPI."""
     spec = _spec(engine)
     commit = _COMMIT.match(version) is not None and not _RELEASE.match(version)
     wants = [spec.package if commit else f"{spec.package}=={version}", *spec.extras]
@@ -243,6 +246,8 @@ def install_commands(
         source = ["--no-index", "--find-links", str(find_links)]
     elif commit:
         source = ["--extra-index-url", commit_index or COMMIT_INDEX.format(sha=version)]
+    elif commit_index:  # a nightly's index, beside PyPI (uv asks it first)
+        source = ["--extra-index-url", commit_index]
     python = str(venv_python(env_dir))
     if uv is not None:
         # uv takes a package from the first index that has it, so the commit's index

@@ -145,6 +145,9 @@ def run_rounds(s: Session, slots: list[Slot], only: set[str] | None = None) -> N
     failed_starts: dict[str, CellOutcome] = {}
     if s.pool is not None:
         failed_starts = start_engines(s, slots, index)
+        if failed_starts and s.settings.stop_on_failure:
+            # The failed start's slot comes first, so its outcome ends the run at once.
+            slots = sorted(slots, key=lambda sl: sl.cell_id not in failed_starts)
     while slots:
         s.emit(Event(kind="round", round=s.round_index, runs_planned=s.planned,
                      runs_done=s.done, elapsed_s=s.elapsed(), escalation=s.escalation,
@@ -323,6 +326,8 @@ def start_engines(s: Session, slots: Sequence[Slot], index: Mapping[str, int],
         if warm.cancelled:
             raise RunCancelled("stopped while the engines started")
         started_before += [cid for cid in group if pool.running(cid)]
+        if failed and s.settings.stop_on_failure:
+            break  # the failed start is the answer: starting the rest would be wasted
     return failed
 
 

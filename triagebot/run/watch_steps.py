@@ -12,8 +12,7 @@ valid) and is never measured against.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -78,9 +77,10 @@ def plan_at(ctx: StepContext, release: str) -> Plan:
 
 
 def watch_step(ctx: StepContext, watched: Watched, release: str, *, log: Log = print,
-               stop: Callable[[], bool] | None = None) -> Watched:
+               stop: Callable[[], bool] | None = None, date: str = "") -> Watched:
     """One release measured (against `watched.last` where there is one) and its row
-    appended; the comparison and last release move on when it was measured."""
+    appended, dated `date` (the release's, from its index; "" when unknown); the
+    comparison and last release move on when it was measured."""
     started = time.monotonic()
     previous = watched.last
     try:
@@ -90,7 +90,8 @@ def watch_step(ctx: StepContext, watched: Watched, release: str, *, log: Log = p
         scripts = render_plan(plan)
     except (PlanRejected, RenderError) as exc:
         rejected = exc if isinstance(exc, PlanRejected) else PlanRejected(str(exc))
-        return _append(watched, refused(rejected, release, previous), started, measured=False)
+        return _append(watched, refused(rejected, release, previous), started, date,
+                       measured=False)
     number = len(watched.rows) + 1
     out = ctx.settings.out_dir / f"{number:02d}-{release}"
     versus = f" against {previous}" if old is not None else " (first release measured)"
@@ -104,7 +105,7 @@ def watch_step(ctx: StepContext, watched: Watched, release: str, *, log: Log = p
         watched = watched.model_copy(update={
             "comparison": comparison,
             "direction": direction_of(ctx.request.symptom, reading.ratio)})
-    return _append(watched, reading, started, measured=not reading.crash)
+    return _append(watched, reading, started, date, measured=not reading.crash)
 
 
 def execute_step(ctx: StepContext, plan: Plan, scripts: list[RenderedScript], out: Path, *,
@@ -127,9 +128,12 @@ def execute_step(ctx: StepContext, plan: Plan, scripts: list[RenderedScript], ou
 
 def watch_releases(ctx: StepContext, releases: Sequence[str], *, log: Log = print,
                    on_row: Callable[[Watched], None] | None = None,
-                   before: Callable[[str], None] | None = None) -> Watched:
+                   before: Callable[[str], None] | None = None,
+                   dates: Mapping[str, str] | None = None) -> Watched:
     """Every release in order; `before(release)` readies what it needs (a lock), and a
-    failure there is that release's broken row."""
+    failure there is that release's broken row. `dates` are the releases' own (upload)
+    dates, as their index gives them."""
+    dates = dates or {}
     watched = Watched()
     for i, release in enumerate(releases, 1):
         log(f"watch {i}/{len(releases)}: {release}")
@@ -139,9 +143,9 @@ def watch_releases(ctx: StepContext, releases: Sequence[str], *, log: Log = prin
         except (OSError, ValueError) as exc:
             watched = _append(watched, Reading(release=release, against=watched.last,
                                                crash=f"not installable: {exc}"[:300]),
-                              time.monotonic(), measured=False)
+                              time.monotonic(), dates.get(release, ""), measured=False)
         else:
-            watched = watch_step(ctx, watched, release, log=log)
+            watched = watch_step(ctx, watched, release, log=log, date=dates.get(release, ""))
         row = watched.rows[-1]
         log(f"watch {i}/{len(releases)}: {release} -> {row.words} ({row.reason})")
         if on_row is not None:
@@ -149,11 +153,10 @@ def watch_releases(ctx: StepContext, releases: Sequence[str], *, log: Log = prin
     return watched
 
 
-def _append(watched: Watched, reading: Reading, started: float, *, measured: bool
-            ) -> Watched:
+def _append(watched: Watched, reading: Reading, started: float, date: str, *,
+            measured: bool) -> Watched:
     state, reason = judge(reading, watched.rows, watched.direction)
-    row = WatchRow(release=reading.release, against=reading.against,
-                   date=datetime.now(UTC).strftime("%Y-%m-%d"),
+    row = WatchRow(release=reading.release, against=reading.against, date=date,
                    comparison=reading.comparison, ratio=reading.ratio,
                    change=reading.change, state=state, reason=reason,
                    runner_minutes=round((time.monotonic() - started) / 60, 2))

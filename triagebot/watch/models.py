@@ -82,3 +82,5 @@ class WatchRunSpec(Frozen):
     comparison: str
     direction: Direction = "below"
     date: str = ""  # the release's date, as its feed gave it
+    # The index a nightly is installed from, where the repo names one ("": the runner's).
+    index: str = ""

@@ -29,6 +29,9 @@ _CONFIG_SECTIONS = ("speculative_config.", "compilation_config.", "engine_argume
 _LOG_PREFIX = re.compile(r"^\s*(?:\(\w+ pid=\d+\)\s*)?(?:[A-Z]+ \d\d-\d\d [\d:.]+ \[[^\]]*\]\s*)?")
 _EXCEPTION_LINE = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")
+# A traceback frame: `File "/x/site-packages/vllm/v1/sample/rejection_sampler.py", line
+# 123, in rejection_sample`.
+_FRAME = re.compile(r'^File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<func>[\w<>.]+)$')
 # A wrapper that points at the real error above it.
 _WRAPPER = "root cause"
 LINE_CHARS = 300
@@ -167,17 +170,37 @@ def change_of(result: Interaction) -> Ratio:
 def crash_line(text: str) -> str:
     """The exception line a log ends on (the last one; the error a wrapper such as
     vLLM's "Worker failed ... see the root cause above" points at, where the log has
-    it), else its last line."""
+    it), with where it was raised (the traceback's innermost frame, as
+    `vllm/v1/sample/rejection_sampler.py:123 in f`) where the log shows it; else the
+    log's last line."""
     lines = [_LOG_PREFIX.sub("", ln).strip() for ln in text.splitlines() if ln.strip()]
-    raised = [ln for ln in lines if _EXCEPTION_LINE.match(ln)]
-    wrappers = [i for i, ln in enumerate(raised) if _WRAPPER in ln]
+    raised = [i for i, ln in enumerate(lines) if _EXCEPTION_LINE.match(ln)]
+    wrappers = [k for k, i in enumerate(raised) if _WRAPPER in lines[i]]
     if wrappers:
         # What follows the first wrapper is the engine shutting down (and the run's own
         # error repeating the wrapper), not the failure.
         raised = raised[:wrappers[0]] or raised[:1]
-    if raised:
-        return raised[-1][:LINE_CHARS]
-    return lines[-1][:LINE_CHARS] if lines else ""
+    if not raised:
+        return lines[-1][:LINE_CHARS] if lines else ""
+    at = raised[-1]
+    where = _frame_above(lines, at)
+    line = lines[at][:LINE_CHARS]
+    return f"{line} (at {where})" if where and len(line) + len(where) < LINE_CHARS else line
+
+
+def _frame_above(lines: list[str], at: int) -> str:
+    """The innermost traceback frame right above line `at`: `path:line in function`, the
+    path from its package folder on (site-packages and the like left out)."""
+    for ln in reversed(lines[max(0, at - 12):at]):
+        if _EXCEPTION_LINE.match(ln):
+            return ""  # another exception's lines, not this one's traceback
+        frame = _FRAME.match(ln)
+        if frame:
+            path = frame["path"].replace("\\", "/")
+            for root in ("site-packages/", "dist-packages/"):
+                path = path.rpartition(root)[2] if root in path else path
+            return f"{path}:{frame['line']} in {frame['func']}"
+    return ""
 
 
 def refused(exc: PlanRejected, release: str, previous: str | None) -> Reading:

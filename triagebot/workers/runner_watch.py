@@ -57,7 +57,8 @@ def run_watch_job(host: WatchHost, id_: str, job: JobRecord, slots: SlotStore,
         for release in dict.fromkeys(c.version for c in plan.cells):
             try:
                 provision(plan.engine, release, cache_dir=settings.env_cache_dir,
-                          local=False, find_links=settings.bisect_find_links)
+                          local=False, find_links=settings.bisect_find_links,
+                          nightly_index=spec.index if "dev" in (release or "") else None)
             except ProvisionError as exc:
                 line = f"does not install: {str(exc)[:240]}"
                 reading = (Reading(release=spec.release, against=spec.against,

@@ -145,7 +145,7 @@ def watch_facts(ctx: TriageContext, repo: str, number: int,
     job = reproduced_job(jobs)
     return WatchFacts(
         status=live.status if live else "",
-        lines=tuple(f"{r.release}: **{r.words}** ({r.reason})" for r in live.rows)
-        if live else (),
+        lines=(*(f"{r.release}: **{r.words}** ({r.reason})" for r in live.rows),
+               *((f"waiting: {live.waiting}",) if live.waiting else ())) if live else (),
         threads=watches.active_in(repo), minutes_today=watches.minutes(repo, utc_day()),
         engine=ctx.store.plan(job.id).engine if job is not None else "")

@@ -20,6 +20,7 @@ beat drives, and what a finished watch run tells each thread.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 import uuid
@@ -39,6 +40,7 @@ from triagebot.jobs.record import JobRecord, job_id
 from triagebot.jobs.store import utc_day
 from triagebot.jobs.watches import WatchRecord, WatchStore
 from triagebot.overrides import parse_overrides
+from triagebot.repo_config import WatchConfig
 from triagebot.report.markdown import inline
 from triagebot.report.watch import render_watch
 from triagebot.request_model import ReproRequest
@@ -50,8 +52,7 @@ from triagebot.watch.steps import deciding_comparison, ratio_of, refused, step_p
 from triagebot.workers import task_queues
 from triagebot.workers.runner_watch import reading_key
 from triagebot.workers.triage_facts import TriageContext, repo_config
-from triagebot.workers.watch_feed import FeedState, next_poll_s
-from triagebot.workers.watch_feed import poll as poll_feed
+from triagebot.workers.watch_feed import Feeds, next_poll_s
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +78,25 @@ def start_auto(ctx: TriageContext, job: JobRecord) -> None:
     if problems or not config.watch.auto or not config.watch.watches(engine):
         return
     watches = store_of(ctx)
-    if watches.active_in(job.repo) >= config.watch.max_threads:
+    rec = watches.get(job.repo, job.number)
+    if rec is not None and rec.status != "stopped":
+        return  # watched already (a retried publish, or an earlier report's watch)
+    # The thread hears either way, in one comment of the job's own (a retried publish
+    # edits it).
+    name = ctx.settings.command_name
+    threads = watches.active_in(job.repo)
+    if threads >= config.watch.max_threads:
         log.info("watch %s: not started, [watch] max_threads is reached", job.thread)
-        return
-    thread = gh.read_thread(job.repo, job.number)
-    start(ctx, StartWatch(job_id=job.id, engine=engine, gpu=job.gpu_kind), thread.author,
-          ctx.settings.bot_login)
+        text = (f"Not watched across releases: this repository's `[watch] max_threads` is "
+                f"{config.watch.max_threads} and {threads} threads are watched already "
+                f"(`[watch] auto` would have started one here). `@{name} unwatch` on one "
+                f"of them makes room; `@{name} watch` here then starts it.")
+    else:
+        thread = gh.read_thread(job.repo, job.number)
+        text = start(ctx, StartWatch(job_id=job.id, engine=engine, gpu=job.gpu_kind),
+                     thread.author, ctx.settings.bot_login)
+        text = f"`[watch] auto` is on here. {text}"
+    gh.upsert_comment(job.repo, job.number, f"watchauto={job.id}", text)
 
 
 def start(ctx: TriageContext, action: StartWatch, reporter: str, started_by: str) -> str:
@@ -133,9 +147,10 @@ def thread_closed(ctx: TriageContext, event: ThreadEvent) -> None:
 # --- the feed ----------------------------------------------------------------------------
 
 
-def poll(ctx: TriageContext, client: httpx.Client | None = None) -> int:
+def poll(ctx: TriageContext, client: httpx.Client | None = None, today: str = "") -> int:
     """One beat tick: when a poll is due, read the feeds and queue the runs; returns how
-    many runs it queued."""
+    many runs it queued. `today` (YYYYMMDD, UTC; default: now) is the day whose runner
+    minutes a run spends."""
     import random
 
     settings = ctx.settings
@@ -144,64 +159,76 @@ def poll(ctx: TriageContext, client: httpx.Client | None = None) -> int:
     if not watches.poll_due(every):
         return 0
     queued = 0
-    with client or httpx.Client(timeout=30) as http:
+    # A client the caller gives stays the caller's to close.
+    with contextlib.nullcontext(client) if client else httpx.Client(timeout=30) as http:
+        feeds = Feeds(watches, http)
         for engine in watches.engines():
-            by_package: dict[str, list[WatchRecord]] = {}
             for rec in watches.watching(engine):
-                try:
-                    package = envs.package_for(rec.engine, rec.runner)
-                except BisectError as exc:
-                    log.warning("watch %s: no release feed: %s", rec.thread, exc)
-                    continue
-                by_package.setdefault(package, []).append(rec)
-            for package, recs in by_package.items():
-                releases = _releases(ctx, watches, http, package)
-                for rec in recs:
-                    queued += _advance(ctx, watches, rec, releases)
+                queued += _advance(ctx, watches, rec, feeds, today or utc_day())
     return queued
 
 
-def _releases(ctx: TriageContext, watches: WatchStore, http: httpx.Client,
-              package: str) -> tuple[Release, ...]:
-    raw = watches.feed(package)
-    state = FeedState.model_validate_json(raw) if raw else FeedState()
-    url = f"{ctx.settings.watch_index.rstrip('/')}/{package}/"
-    polled = poll_feed(url, state, http)
-    if polled.error:
-        watches.feed_error(package, polled.error.split(":", 1)[0])
-    elif polled.state != state:
-        watches.save_feed(package, polled.state.model_dump_json())
-    return polled.state.releases
+def _releases(ctx: TriageContext, feeds: Feeds, rec: WatchRecord, config: WatchConfig
+              ) -> tuple[list[Release], str]:
+    """The releases of the watch's package, and its nightlies where the repo follows
+    them (oldest first), with the index the nightlies came from ("" for none)."""
+    try:
+        package = envs.package_for(rec.engine, rec.runner)
+    except BisectError as exc:
+        log.warning("watch %s: no release feed: %s", rec.thread, exc)
+        return [], ""
+    found = list(feeds.releases(ctx.settings.watch_index, package))
+    index = ""
+    if config.nightlies:
+        index = config.nightly_index or ctx.settings.watch_index
+        found += feeds.releases(index, envs.nightly_package_for(package), nightlies=True)
+    return found, index
 
 
-def _advance(ctx: TriageContext, watches: WatchStore, rec: WatchRecord,
-             releases: Sequence[Release]) -> int:
-    """Queue the run of the oldest release the watch has not measured; 1 if queued."""
+def _advance(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, feeds: Feeds,
+             today: str) -> int:
+    """Queue the run of the oldest release (or nightly, where the repo follows them) the
+    watch has not measured; 1 if queued."""
     gh = ctx.github(rec.installation_id)
     config, problems = repo_config(ctx, gh, rec.repo)
     cfg = config.watch
     if problems or not cfg.watches(rec.engine):
         return 0
+    releases, nightly_index = _releases(ctx, feeds, rec, cfg)
     if stop_after(rec.rows, cfg.stop_after_fixed):
         watches.set_status(rec.repo, rec.number, "stopped")
-        return 0
-    if watches.minutes(rec.repo, utc_day()) >= cfg.runner_minutes_per_day:
-        log.info("watch %s: today's runner minutes ([watch] runner_minutes_per_day = %d) "
-                 "are spent; the next release waits", rec.thread, cfg.runner_minutes_per_day)
         return 0
     done = {r.release for r in rec.rows if r.state != "inconclusive"
             or rec.attempts.get(r.release, 0) >= MAX_ATTEMPTS}
     pending = [r for r in newer_than(releases, rec.last or "0") if r.version not in done]
-    if not pending or not watches.claim(rec.thread, pending[0].version):
+    if not pending:
         return 0
+    spent = watches.minutes(rec.repo, today)
+    if spent >= cfg.runner_minutes_per_day:
+        # The release waits, shown on the thread, and runs on the first day with minutes.
+        note = (f"{pending[0].version} waits: the repository's runner minutes for today "
+                f"(UTC) are spent ({spent:.0f} of `[watch] runner_minutes_per_day` = "
+                f"{cfg.runner_minutes_per_day}); it runs on the next day's poll.")
+        log.info("watch %s: %s", rec.thread, note)
+        if note != rec.waiting:
+            now = watches.change(rec.thread, waiting=note)
+            if now is not None:
+                _sticky(ctx, gh, now)
+        return 0
+    if not watches.claim(rec.thread, pending[0].version):
+        return 0
+    if rec.waiting:
+        watches.change(rec.thread, waiting="")
+    index = nightly_index if "dev" in pending[0].version else ""
     try:
-        return _queue(ctx, watches, rec, pending[0])
+        return _queue(ctx, watches, rec, pending[0], index)
     except Exception:
         watches.unclaim(rec.thread, pending[0].version)  # the next tick tries again
         raise
 
 
-def _queue(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, release: Release) -> int:
+def _queue(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, release: Release,
+           index: str) -> int:
     request = ReproRequest.model_validate_json(rec.request)
     options = parse_overrides(list(rec.words)).model_copy(update={"gpu": rec.runner})
     step = StepContext(request=request, options=options,
@@ -216,7 +243,7 @@ def _queue(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, release: R
         return 0
     attempt = rec.attempts.get(release.version, 0)
     spec = WatchRunSpec(release=release.version, against=rec.last, comparison=rec.comparison,
-                        direction=rec.direction, date=release.date)
+                        direction=rec.direction, date=release.date, index=index)
     trigger = f"watch-{release.version}-{rec.runner}-{attempt}"
     record = JobRecord(
         id=job_id(ctx.settings.link_key, rec.repo, 0, trigger, plan.plan_hash),
@@ -315,7 +342,7 @@ def _standing(rows: Sequence[WatchRow]) -> str:
 def _sticky(ctx: TriageContext, gh: GitHubClient, rec: WatchRecord) -> None:
     """The report's comment with the Watch table under it; where the report's job has
     expired, a comment of the watch's own holds the table."""
-    table = render_watch(rec.rows, rec.comparison)
+    table = render_watch(rec.rows, rec.comparison, waiting=rec.waiting)
     job = ctx.store.get(rec.job_id) if rec.job_id else None
     if job is not None:
         body = words.final(job, ctx.store.runs.report(job.id), ctx.job_url(job))
