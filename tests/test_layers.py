@@ -31,6 +31,7 @@ PURE = (
     "triagebot.analyze",
     "triagebot.report",
     "triagebot.watch",
+    "triagebot.sentinel.models",
     "triagebot.engines",
     "triagebot.commands",
     "triagebot.decisions",
@@ -104,7 +105,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bisect",),                                                # good..bad -> where it flips
     ("jobs", "links"),                                          # job records; their links
     ("run", "report"),                                          # scripts run; the report
-    ("analyze", "plan", "render", "watch"),                     # findings; cells; scripts
+    ("analyze", "plan", "render", "watch", "sentinel"),         # findings; cells; scripts
     ("parse", "engines", "commands", "repo_config", "github"),  # readers of what comes in
     ("overrides",),                                             # key=value options
     ("model", "request_model", "plan_model", "run_result",      # each stage's contract,

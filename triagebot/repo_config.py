@@ -46,6 +46,13 @@ runner_minutes_per_day = 120 # runner time all watch runs of a day may take
 stop_after_fixed = 2         # a watch ends after this many fixed releases in a row
 nightlies = false            # also follow nightly builds, from nightly_index
 nightly_index = "https://wheels.vllm.ai/nightly"
+
+[sentinel]          # standing cases measured on every new release, each against the last
+database = "sqlite:////var/lib/triagebot/sentinel.db"  # or postgresql+psycopg://...
+tracking_repo = "my-org/perf-tracking"  # where regressions are tracked; absent: this repo
+margin_pct = 5      # a ratio of ratios further below 1 than this is a flag; runners = ["cpu"]
+[[sentinel.cases]]  # absent: every method the engine ships, eager and graph
+method = "mtp"      # with k, modes, model ("standin"), draft, workload, runner, engine
 ```
 
 The file is written by maintainers but read by a service that spends GPU time on it, so it
@@ -287,6 +294,47 @@ class WatchConfig(Frozen):
         return not self.engines or engine in self.engines
 
 
+SentinelMethod = Literal["ngram", "draft_model", "eagle", "eagle3", "mtp"]
+SentinelMode = Literal["eager", "graph"]
+_DATABASE = re.compile(r"^(?:sqlite:///[A-Za-z0-9._/-]*|postgresql(?:\+psycopg)?://\S{1,250})$")
+# "standin": the project's stand-in for the method on a cpu runner.
+CaseModel = Annotated[StrictStr, _matching(re.compile(rf"standin|{_HUB_ID}"),
+                                            "not a model: write ORG/NAME, or standin")]
+
+
+class SentinelCaseConfig(Frozen):
+    """One `[[sentinel.cases]]` entry: a method at k, measured with speculation on and
+    off under each mode."""
+
+    method: SentinelMethod
+    k: StrictInt = Field(default=1, ge=1, le=16)
+    modes: tuple[SentinelMode, ...] = Field(default=("eager", "graph"), min_length=1,
+                                            max_length=2)
+    engine: PlanEngine = "vllm"
+    model: CaseModel = "standin"
+    draft: CaseModel | None = None  # draft model or head where the method loads one
+    workload: Literal["offline", "serve"] = "offline"
+    runner: GpuKind = "cpu"
+
+
+class SentinelConfig(Frozen):
+    """`[sentinel]`: the standing matrix measured on each new release."""
+
+    auto: StrictBool = False  # run the matrix on each release the feed announces
+    engines: tuple[PlanEngine, ...] = Field(default=("vllm",), max_length=8)
+    runners: tuple[GpuKind, ...] = Field(default=("cpu",), min_length=1, max_length=8)
+    cases: tuple[SentinelCaseConfig, ...] = Field(default=(), max_length=MAX_ENTRIES)
+    database: Annotated[StrictStr, _matching(
+        _DATABASE, "not a database URL: sqlite:///PATH or postgresql+psycopg://...")] | None = None
+    tracking_repo: Annotated[StrictStr, _matching(
+        _TEAM, "not a repository: write OWNER/NAME")] | None = None
+    margin_pct: StrictFloat = Field(default=5.0, ge=0.5, le=50.0)
+    runner_minutes_per_day: StrictInt = Field(default=240, ge=1, le=_DAY_MINUTES_MAX)
+
+    def margin(self) -> float:
+        return self.margin_pct / 100.0
+
+
 class RepoConfig(Frozen):
     """The whole file. Every section is optional; each absent one takes its safe default."""
 
@@ -300,6 +348,7 @@ class RepoConfig(Frozen):
     labels: LabelsConfig = Field(default_factory=LabelsConfig)
     bisect: BisectConfig = Field(default_factory=BisectConfig)
     watch: WatchConfig = Field(default_factory=WatchConfig)
+    sentinel: SentinelConfig = Field(default_factory=SentinelConfig)
 
     @classmethod
     def default(cls) -> RepoConfig:
@@ -417,6 +466,7 @@ _MESSAGES: dict[str, Callable[[ErrorDetails], str]] = {
     "greater_than_equal": lambda e: f"must be at least {e.get('ctx', {}).get('ge')}",
     "less_than_equal": lambda e: f"must be at most {e.get('ctx', {}).get('le')}",
     "too_long": lambda e: f"has more than {e.get('ctx', {}).get('max_length')} entries",
+    "too_short": lambda e: f"needs at least {e.get('ctx', {}).get('min_length')} entries",
     "value_error": lambda e: str(e.get("ctx", {}).get("error", e["msg"])),
     "literal_error": lambda e: "expected one of " + e["msg"].removeprefix("Input should be "),
     "string_pattern_mismatch": lambda e: "not a GPU kind: lower-case letters, digits and '-', "
@@ -428,6 +478,8 @@ def _describe(err: ErrorDetails) -> str:
     loc = tuple(err["loc"])
     path = _path(loc)
     if err["type"] == "extra_forbidden":
+        if loc[:2] == ("sentinel", "cases") and len(loc) == 4:  # a [[sentinel.cases]] entry
+            return f"{path}: unknown key; valid keys: {', '.join(_keys(SentinelCaseConfig))}"
         if len(loc) == 1:
             return f"{path}: unknown section; valid sections: {', '.join(_keys(RepoConfig))}"
         model = _SECTIONS.get(str(loc[0]))
