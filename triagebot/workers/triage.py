@@ -24,6 +24,7 @@ from triagebot.decisions import rules
 from triagebot.decisions.actions import (
     Action,
     CancelJobs,
+    MarkNotRegression,
     React,
     Refuse,
     Reply,
@@ -39,7 +40,7 @@ from triagebot.overrides import ReproOptions
 from triagebot.parse import parse_report
 from triagebot.repo_config import CONFIG_PATH
 from triagebot.settings import Settings
-from triagebot.workers import triage_jobs, watch
+from triagebot.workers import sentinel, sentinel_issues, triage_jobs, watch
 from triagebot.workers.triage_facts import (
     GitHubFactory,
     TriageContext,
@@ -193,6 +194,9 @@ class Triage:
         if isinstance(action, StopWatch):
             watch.stop(self.ctx, action.repo, action.number)
             return None
+        if isinstance(action, MarkNotRegression):
+            return sentinel_issues.mark_not_regression(self.ctx, action.repo, action.number,
+                                                       action.by)
         busy = triage_jobs.start(self.ctx, gh, action)
         if busy is None:
             reactions.append("+1")
@@ -242,6 +246,7 @@ class Triage:
             # Nobody invoked us: a broken config stays silent on auto-triage.
             log.warning("invalid %s in %s: %s", CONFIG_PATH, event.repo, "; ".join(problems))
             return
+        sentinel.enrol(self.ctx, event.repo, event.installation_id, config)
         if not rules.wants_triage(event, config):
             return
         thread = gh.read_thread(event.repo, event.number)

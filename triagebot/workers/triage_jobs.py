@@ -16,7 +16,7 @@ from triagebot.decisions.actions import StartJob
 from triagebot.github.client import GitHubClient
 from triagebot.jobs.record import JobRecord
 from triagebot.model import Plan
-from triagebot.workers import task_queues, watch
+from triagebot.workers import sentinel, task_queues, watch
 from triagebot.workers.triage_bisect import answer_commits, report_with_candidates
 from triagebot.workers.triage_facts import TriageContext, repo_config, runner_live
 
@@ -161,6 +161,10 @@ def publish(ctx: TriageContext, id_: str) -> None:
     if job.watch is not None:
         with _comment_lock(ctx, id_):
             watch.publish_run(ctx, store.require(id_))
+        return
+    if job.sentinel is not None:
+        with _comment_lock(ctx, id_):
+            sentinel.publish_run(ctx, store.require(id_))
         return
     with _comment_lock(ctx, id_):
         job = store.get(id_)

@@ -155,14 +155,16 @@ def poll(ctx: TriageContext, client: httpx.Client | None = None) -> int:
                     continue
                 by_package.setdefault(package, []).append(rec)
             for package, recs in by_package.items():
-                releases = _releases(ctx, watches, http, package)
+                releases = feed_releases(ctx, watches, http, package)
                 for rec in recs:
                     queued += _advance(ctx, watches, rec, releases)
     return queued
 
 
-def _releases(ctx: TriageContext, watches: WatchStore, http: httpx.Client,
-              package: str) -> tuple[Release, ...]:
+def feed_releases(ctx: TriageContext, watches: WatchStore, http: httpx.Client,
+                  package: str) -> tuple[Release, ...]:
+    """A package's releases from its feed (a conditional request; the last good answer
+    where it fails). The sentinel's poll reads the same feeds through here."""
     raw = watches.feed(package)
     state = FeedState.model_validate_json(raw) if raw else FeedState()
     url = f"{ctx.settings.watch_index.rstrip('/')}/{package}/"
