@@ -24,9 +24,9 @@ from triagebot.model import Plan, PlanPolicy, ReproRequest
 from triagebot.overrides import ReproOptions
 from triagebot.plan import build_plan
 from triagebot.progress import Event, describe
-from triagebot.render import RenderError, render_plan
+from triagebot.render import RenderedScript, RenderError, render_plan
 from triagebot.run import standins
-from triagebot.run.orchestrate import DEFAULT_CACHE, RunSettings, execute
+from triagebot.run.orchestrate import DEFAULT_CACHE, Execution, RunSettings, execute
 from triagebot.run.supervise import CellOutcome
 from triagebot.watch.models import Direction, Reading, WatchRow
 from triagebot.watch.states import direction_of, judge
@@ -94,17 +94,7 @@ def watch_step(ctx: StepContext, watched: Watched, release: str, *, log: Log = p
     out = ctx.settings.out_dir / f"{number:02d}-{release}"
     versus = f" against {previous}" if old is not None else " (first release measured)"
     log(f"watch {release}{versus}: {len(plan.cells)} cells into {out}")
-
-    def progress(event: Event) -> None:
-        if event.kind in ("provision", "engine", "done", "analyse"):
-            log(f"{release}: {describe(event)}")
-
-    execution = execute(plan, scripts, ctx.request, RunSettings(
-        out_dir=out, cache_dir=ctx.settings.cache_dir, local=ctx.settings.local,
-        standins_dir=ctx.settings.standins_dir, wheels=ctx.settings.wheels,
-        escalate=ctx.settings.escalate, margin=ctx.settings.margin, stop_on_failure=True,
-        pinned=False),
-        progress, stop=stop)
+    execution = execute_step(ctx, plan, scripts, out, log=log, stop=stop)
     findings = execution.findings
     comparison = watched.comparison or _decider(findings, ctx.request)
     reading = read_step(plan, findings, comparison, read_logs(execution.outcomes),
@@ -114,6 +104,24 @@ def watch_step(ctx: StepContext, watched: Watched, release: str, *, log: Log = p
             "comparison": comparison,
             "direction": direction_of(ctx.request.symptom, reading.ratio)})
     return _append(watched, reading, started, measured=not reading.crash)
+
+
+def execute_step(ctx: StepContext, plan: Plan, scripts: list[RenderedScript], out: Path, *,
+                 log: Log = print, stop: Callable[[], bool] | None = None) -> Execution:
+    """One step's plan run through the same orchestrator as `triagebot repro`, stopping
+    at the first failed cell, its progress told to `log`."""
+    release = plan.engine_version or ""
+
+    def progress(event: Event) -> None:
+        if event.kind in ("provision", "engine", "done", "analyse"):
+            log(f"{release}: {describe(event)}")
+
+    return execute(plan, scripts, ctx.request, RunSettings(
+        out_dir=out, cache_dir=ctx.settings.cache_dir, local=ctx.settings.local,
+        standins_dir=ctx.settings.standins_dir, wheels=ctx.settings.wheels,
+        escalate=ctx.settings.escalate, margin=ctx.settings.margin, stop_on_failure=True,
+        pinned=False),
+        progress, stop=stop)
 
 
 def watch_releases(ctx: StepContext, releases: Sequence[str], *, log: Log = print,

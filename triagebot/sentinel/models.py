@@ -62,10 +62,14 @@ class ModeFigures(Frozen):
     acceptance_rate: float | None = None
     acceptance_ci: Interval | None = None
     per_position: list[float] = Field(default_factory=list)
-    # The previous release's acceptance, read in the same job (None: not measured).
+    outputs_equal: bool | None = None  # greedy output equality, spec vs no-spec
+    # The previous release's figures, measured in the same job (None: not measured).
+    previous_spec_ratio: float | None = None
+    previous_spec_ci: Interval | None = None
+    previous_verdict: Verdict | None = None
     previous_acceptance: float | None = None
     previous_acceptance_ci: Interval | None = None
-    outputs_equal: bool | None = None  # greedy output equality, spec vs no-spec
+    previous_outputs_equal: bool | None = None
     note: str = ""  # why a figure is missing, in one line
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from triagebot.analyze.findings_models import ComparisonResult, Findings, Interaction
 from triagebot.errors import PlanRejected
@@ -59,39 +59,51 @@ def deciding_comparison(findings: Findings, symptom: str | None) -> str:
     return ordered[0].name
 
 
-def step_names(deciding: str, new: str, old: str | None) -> tuple[str, str, str]:
-    """The step plan's names: the ratio at the new release, at the old, and the change."""
-    return (f"{deciding} [{new}]", f"{deciding} [{old}]", f"{new} / {old}")
+def step_names(deciding: str, new: str, old: str | None, *, tagged: bool = False
+               ) -> tuple[str, str, str]:
+    """The step plan's names: the ratio at the new release, at the old, and the change
+    (`tagged`: named after the comparison too, for a step that holds several)."""
+    change = f"{new} / {old}"
+    return (f"{deciding} [{new}]", f"{deciding} [{old}]",
+            f"{deciding} [{change}]" if tagged else change)
 
 
-def step_plan(new: Plan, old: Plan | None, deciding: str) -> Plan:
+def step_plan(new: Plan, old: Plan | None, deciding: str | Sequence[str]) -> Plan:
     """The deciding comparison's cells at both releases and the new release's A/A pair,
-    as one plan; with no old release (the first one measured), the new release alone."""
+    as one plan; with no old release (the first one measured), the new release alone.
+    Several comparisons (a sentinel case's spec/no-spec in each mode) each get theirs,
+    their changes named after them (`step_names(..., tagged=True)`)."""
+    names = [deciding] if isinstance(deciding, str) else list(deciding)
     new_v = new.engine_version or ""
-    now_name, then_name, change_name = step_names(
-        deciding, new_v, old.engine_version if old is not None else None)
-    now = _comparison(new, deciding)
-    cells = _cells(new, now.numerator + now.denominator, new_v)
-    comps = [now.model_copy(update={"name": now_name})]
-    if old is not None:
-        then = _comparison(old, deciding)
-        cells += _cells(old, then.numerator + then.denominator, old.engine_version or "")
-        comps += [then.model_copy(update={"name": then_name}),
-                  Comparison(name=change_name, kind="interaction", of=[now_name, then_name],
-                             question=f"Is {deciding} at {new_v} further from 1 than at "
-                                      f"{old.engine_version}?")]
+    old_v = old.engine_version if old is not None else None
+    cells: list[Cell] = []
+    comps: list[Comparison] = []
+    for name in names:
+        now_name, then_name, change_name = step_names(name, new_v, old_v,
+                                                      tagged=len(names) > 1)
+        now = _comparison(new, name)
+        cells += _cells(new, now.numerator + now.denominator, new_v)
+        comps.append(now.model_copy(update={"name": now_name}))
+        if old is not None:
+            then = _comparison(old, name)
+            cells += _cells(old, then.numerator + then.denominator, old.engine_version or "")
+            comps += [then.model_copy(update={"name": then_name}),
+                      Comparison(name=change_name, kind="interaction", of=[now_name, then_name],
+                                 question=f"Is {name} at {new_v} further from 1 than at "
+                                          f"{old_v}?")]
+    cells = list({(c.cell_id, c.version): c for c in cells}.values())
     aa = next((c for c in new.comparisons if c.kind == "noise"
                and set(c.denominator) <= {x.cell_id for x in cells}), None)
     if aa is not None:
         have = {c.cell_id for c in cells}
         cells += _cells(new, [x for x in aa.numerator if x not in have], new_v)
         comps.append(aa)
-    versus = f" against {old.engine_version}" if old is not None else ""
+    versus = f" against {old_v}" if old is not None else ""
     digest = hashlib.sha256(":".join(c.cell_id for c in cells).encode()).hexdigest()[:12]
     per_cell = new.estimated_seconds / max(1, len(new.cells))
     return new.model_copy(update={
         "plan_hash": digest, "cells": cells, "comparisons": comps,
-        "question": f"Watch: does {deciding} still hold at {new_v}{versus}?",
+        "question": f"Watch: does {' and '.join(names)} still hold at {new_v}{versus}?",
         "estimated_seconds": round(per_cell * len(cells), 1)})
 
 
