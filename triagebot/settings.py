@@ -122,8 +122,11 @@ class Settings(BaseSettings):
     escalate: bool = True
     watch_index: str = "https://pypi.org/simple"  # `@triagebot watch`'s PEP 691 feeds
     watch_poll_s: float = Field(default=1800.0, gt=0)  # jittered; beat looks 4x as often
+    # key=value options added to every sentinel case a runner measures (`runs=8`, say).
+    sentinel_options: Annotated[list[str], NoDecode] = Field(default_factory=list)
 
-    @field_validator("webhook_secrets", "allowed_repos", "gpu_kinds", mode="before")
+    @field_validator("webhook_secrets", "allowed_repos", "gpu_kinds", "sentinel_options",
+                     mode="before")
     @classmethod
     def _split_lists(cls, value: Any) -> Any:
         return _csv(value)

@@ -31,7 +31,8 @@ from triagebot.sentinel.models import FlagKind
 class TrackRecord(Frozen):
     """One regression: a case and a flag kind in one repository, and its tracking issue."""
 
-    repo: str
+    repo: str  # where the issue is (the config's tracking_repo, else `source`)
+    source: str = ""  # the repository whose `[sentinel]` config ran the case
     case_id: str
     kind: FlagKind
     installation_id: int | None = None

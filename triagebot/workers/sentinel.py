@@ -172,12 +172,17 @@ def publish_run(ctx: TriageContext, job: JobRecord) -> None:
     url = ctx.job_url(job)
     for case_id, raw in sorted(stored.items()):
         figures = CaseFigures.model_validate_json(raw).model_copy(update={"job_url": url})
-        if ctx.store.redis.sadd(ctx.settings.key("sentinel-recorded", job.id), case_id):
-            history.record(figures)
+        flags = flags_for(figures, spec.margin)
+        # The history replaces a release's figures and keeps a flag's answer, so a
+        # repeated publish writes the same rows again, never new ones.
+        history.record(figures, flags)
+        drift = [f for f in history.drift_flags(case_id) if f.release == figures.release]
+        if drift:
+            history.record(figures, [*flags, *drift])
         case = cases.get(case_id)
         if case is None:
             continue
-        for flag in flags_for(figures, spec.margin):
+        for flag in [*flags, *drift]:
             sentinels.count_flag(job.repo, case_id, flag.kind, flag.release)
             sentinel_issues.track(ctx, job, config if not problems else None, case, flag,
                                   figures)

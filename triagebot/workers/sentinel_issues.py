@@ -17,6 +17,7 @@ import functools
 import hashlib
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import Protocol
 
 from triagebot.bisect.spec import BisectSpec
@@ -31,7 +32,7 @@ from triagebot.report.sentinel import LABEL, TrackRow, change_comment, issue_bod
 from triagebot.sentinel.cases import overrides
 from triagebot.sentinel.models import CaseFigures, Flag, SentinelCase
 from triagebot.workers import task_queues
-from triagebot.workers.triage_facts import TriageContext
+from triagebot.workers.triage_facts import TriageContext, repo_config
 
 log = logging.getLogger(__name__)
 # How long an opener holds its claim: past it, a caller that finds no issue named
@@ -47,7 +48,9 @@ class TrackBusy(Exception):
 class HistoryStore(Protocol):
     """What the App writes to the sentinel's history (`triagebot.sentinel.history`)."""
 
-    def record(self, figures: CaseFigures) -> object: ...
+    def record(self, figures: CaseFigures, flags: Sequence[Flag] = ()) -> object: ...
+
+    def drift_flags(self, case_id: str) -> list[Flag]: ...
 
     def mark_not_regression(self, case_id: str, release: str, by: str) -> object: ...
 
@@ -85,7 +88,7 @@ def track(ctx: TriageContext, job: JobRecord, config: RepoConfig | None, case: S
             else job.repo)
     row = TrackRow(release=flag.release, previous=flag.previous, reason=flag.reason,
                    job_url=figures.job_url or "")
-    fresh = TrackRecord(repo=repo, case_id=case.case_id, kind=flag.kind,
+    fresh = TrackRecord(repo=repo, source=job.repo, case_id=case.case_id, kind=flag.kind,
                         installation_id=job.installation_id, rows=(row,),
                         flagged=(flag.release,))
     gh = ctx.github(job.installation_id)
@@ -218,7 +221,9 @@ def mark_not_regression(ctx: TriageContext, repo: str, number: int, by: str) -> 
     sentinels.update_track(rec.repo, rec.case_id, rec.kind, lambda r: r.model_copy(
         update={"not_regression": tuple(dict.fromkeys([*r.not_regression, by]))}))
     if new:
-        history = history_of(ctx, None)
+        config, problems = repo_config(ctx, ctx.github(rec.installation_id),
+                                       rec.source or rec.repo)
+        history = history_of(ctx, None if problems else config)
         for release in rec.flagged:
             history.mark_not_regression(rec.case_id, release, by)
     flags, marked = sentinels.counts()

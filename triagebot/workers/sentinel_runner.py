@@ -23,6 +23,9 @@ from triagebot.jobs.sentinels import SentinelStore
 from triagebot.jobs.store import JobStore
 from triagebot.progress import Event
 from triagebot.report.sentinel import verdict_table
+from triagebot.run.orchestrate import RunCancelled
+from triagebot.run.sentinel_steps import SentinelContext, run_case
+from triagebot.run.watch_steps import WatchSettings
 from triagebot.sentinel.models import CaseFigures, SentinelCase
 from triagebot.settings import Settings
 
@@ -49,15 +52,15 @@ class SentinelHost(Protocol):
 def run_sentinel_job(host: SentinelHost, id_: str, job: JobRecord, stop: Callable[[], bool],
                      progress: Callable[[Event], None]) -> None:
     """Run (or resume) every case of the release; raises RunCancelled on cancel."""
-    from triagebot.run.orchestrate import RunCancelled
-    from triagebot.run.sentinel_steps import run_case
-
     assert job.sentinel is not None
     store, settings = host.store, host.settings
     spec = SentinelRunSpec.model_validate_json(job.sentinel)
     sentinels = SentinelStore(store.redis, settings.namespace)
     done = sentinels.cases(id_)
-    ctx = step_context(settings, id_)
+    ctx = step_context(settings, id_, spec.margin)
+    def log(line: str) -> None:
+        store.set(id_, current=line[:300])
+
     for number, case in enumerate(spec.cases, 1):
         if case.case_id in done:
             continue
@@ -67,7 +70,7 @@ def run_sentinel_job(host: SentinelHost, id_: str, job: JobRecord, stop: Callabl
                   runs_done=number - 1, runs_planned=len(spec.cases))
         try:
             figures = run_case(ctx, case, spec.release, spec.previous,
-                               log=lambda line: store.set(id_, current=line[:300]))
+                               log=log, stop=stop)
         except RunCancelled:
             raise
         except Exception as exc:  # one case's failure is its own row, not the run's
@@ -87,12 +90,15 @@ def run_sentinel_job(host: SentinelHost, id_: str, job: JobRecord, stop: Callabl
     host.publish(id_)
 
 
-def step_context(settings: Settings, id_: str) -> object:
-    """What `run_case` is given: where the job's runs go, the caches, the wheels."""
-    from triagebot.run.sentinel_steps import SentinelSettings
-
-    return SentinelSettings(out_dir=settings.data_dir / id_, cache_dir=settings.env_cache_dir,
-                            local=settings.run_local, wheels=settings.bisect_find_links)
+def step_context(settings: Settings, id_: str, margin: float) -> SentinelContext:
+    """What `run_case` is given: where the job's runs go, the caches, the wheels (the
+    runner's folder of releases, as a bisect step installs from), the deployment's
+    options for every case (`sentinel_options`)."""
+    return SentinelContext(
+        settings=WatchSettings(out_dir=settings.data_dir / id_, cache_dir=settings.env_cache_dir,
+                               local=settings.run_local, wheels=settings.bisect_find_links,
+                               escalate=settings.escalate, margin=margin),
+        extra=list(settings.sentinel_options), margin=margin)
 
 
 def run_report(spec: SentinelRunSpec, stored: list[CaseFigures]) -> str:
