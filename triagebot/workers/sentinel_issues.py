@@ -22,8 +22,9 @@ from typing import Protocol
 
 from triagebot.bisect.spec import BisectSpec
 from triagebot.github.client import GitHubClient
-from triagebot.jobs.record import JobRecord, job_id
+from triagebot.jobs.record import Created, JobRecord, job_id
 from triagebot.jobs.sentinels import SentinelStore, TrackRecord, false_positive_rate
+from triagebot.jobs.store_keys import text_of
 from triagebot.model import ReproRequest
 from triagebot.overrides import parse_overrides
 from triagebot.plan import build_plan
@@ -177,6 +178,10 @@ def _bisect(ctx: TriageContext, rec: TrackRecord, case: SentinelCase, flag: Flag
             or flag.previous is None:
         return
     note, url = "", ""
+    # One bisect per case and range, whichever of its flags asks first: the others link
+    # it (their issues are about the same two releases of the same case).
+    shared = ctx.settings.key("sentinel-bisect", rec.repo.lower(), case.case_id,
+                              flag.previous, flag.release)
     try:
         request = request_for(case, flag.release)
         words = [*overrides(case), f"version={flag.release}"]
@@ -191,7 +196,11 @@ def _bisect(ctx: TriageContext, rec: TrackRecord, case: SentinelCase, flag: Flag
             command=command, plan_hash=plan.plan_hash, gpu_kind=case.runner,
             cells=len(plan.cells), estimated_s=plan.estimated_seconds,
             bisect=spec.model_dump_json())
-        created = ctx.store.create(record, plan, request)
+        ctx.store.redis.set(shared, record.id, nx=True)
+        first = ctx.store.redis.get(shared)
+        found = ctx.store.get(text_of(first)) if first else None
+        created = (ctx.store.create(record, plan, request) if found is None
+                   or found.id == record.id else Created(status="duplicate", job=found))
         url = ctx.job_url(created.job)
         if created.status == "created":
             ctx.celery.send_task(task_queues.RUN_JOB, args=[created.job.id],

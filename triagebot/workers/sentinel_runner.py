@@ -23,7 +23,9 @@ from triagebot.jobs.sentinels import SentinelStore
 from triagebot.jobs.store import JobStore
 from triagebot.progress import Event
 from triagebot.report.sentinel import verdict_table
+from triagebot.run import vllm_cpu
 from triagebot.run.orchestrate import RunCancelled
+from triagebot.run.provision import ProvisionError, provision
 from triagebot.run.sentinel_steps import SentinelContext, run_case
 from triagebot.run.watch_steps import WatchSettings
 from triagebot.sentinel.models import CaseFigures, SentinelCase
@@ -58,6 +60,7 @@ def run_sentinel_job(host: SentinelHost, id_: str, job: JobRecord, stop: Callabl
     sentinels = SentinelStore(store.redis, settings.namespace)
     done = sentinels.cases(id_)
     ctx = step_context(settings, id_, spec.margin)
+    broken = installed(settings, spec) if len(done) < len(spec.cases) else None
     def log(line: str) -> None:
         store.set(id_, current=line[:300])
 
@@ -69,8 +72,8 @@ def run_sentinel_job(host: SentinelHost, id_: str, job: JobRecord, stop: Callabl
         store.set(id_, current=f"case {number}/{len(spec.cases)}: {case.case_id}",
                   runs_done=number - 1, runs_planned=len(spec.cases))
         try:
-            figures = run_case(ctx, case, spec.release, spec.previous,
-                               log=log, stop=stop)
+            figures = broken.model_copy(update={"case_id": case.case_id}) if broken \
+                else run_case(ctx, case, spec.release, spec.previous, log=log, stop=stop)
         except RunCancelled:
             raise
         except Exception as exc:  # one case's failure is its own row, not the run's
@@ -88,6 +91,26 @@ def run_sentinel_job(host: SentinelHost, id_: str, job: JobRecord, stop: Callabl
                                       f"{len(stored)} cases, {flagged} not ok")[:300],
                runs_done=len(spec.cases), runs_planned=len(spec.cases), eta_s=0.0)
     host.publish(id_)
+
+
+def installed(settings: Settings, spec: SentinelRunSpec) -> CaseFigures | None:
+    """Both releases installed first, as a watch run does (from the runner's folder of
+    wheels where it has one); a new release that does not install is every case's
+    crash. The cpu runner installs its own locked builds as its cells start."""
+    if settings.run_local or vllm_cpu.is_cpu_plan(spec.engine, spec.runner):
+        return None
+    for release in (spec.previous, spec.release):
+        try:
+            provision(spec.engine, release, cache_dir=settings.env_cache_dir, local=False,
+                      find_links=settings.bisect_find_links)
+        except ProvisionError as exc:
+            if release != spec.release:
+                raise
+            return CaseFigures(case_id="-", engine=spec.engine, release=spec.release,
+                               previous=spec.previous, status="crashed",
+                               error_line=f"does not install: {str(exc)[:240]}",
+                               measured_at=datetime.now(UTC))
+    return None
 
 
 def step_context(settings: Settings, id_: str, margin: float) -> SentinelContext:
