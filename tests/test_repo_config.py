@@ -178,7 +178,7 @@ def test_lists_are_bounded() -> None:
 def test_unknown_top_level_key_lists_the_sections() -> None:
     [problem] = _problems("[trigae]\nlabels = []")
     assert problem == ("trigae: unknown section; valid sections: triage, access, defaults, "
-                       "models, budget, verdict, labels, bisect, watch")
+                       "models, budget, verdict, labels, bisect, watch, sentinel")
     # The attribute behind [budget] is not a second spelling of it.
     [problem] = _problems("[budget_section]\nruns = 3")
     assert problem.startswith("budget_section: unknown section")

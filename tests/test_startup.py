@@ -35,6 +35,7 @@ def test_importing_the_cli_loads_no_heavy_library() -> None:
 @pytest.mark.parametrize(("argv", "allowed"), [
     (["--version"], set()), (["--help"], {"rich"}),
     (["bisect", "--help"], {"rich", "pydantic"}), (["repro", "--help"], {"rich", "pydantic"}),
+    (["sentinel", "--help"], {"rich", "pydantic"}),
 ])
 def test_version_and_help_load_only_what_they_print_with(argv: list[str],
                                                          allowed: set[str]) -> None:

@@ -10,7 +10,7 @@ inside its own body, so `triagebot --version` and `--help` answer at once.
 tests/test_startup.py holds this.
 """
 
-from triagebot.cli import bisecting, engines, planning, running, service, watching
+from triagebot.cli import bisecting, engines, planning, running, sentinel, service, watching
 from triagebot.cli.base import (
     EXIT_CANNOT_ANSWER,
     EXIT_INCONCLUSIVE,
@@ -25,7 +25,7 @@ from triagebot.cli.base import (
 from triagebot.cli.planning import PARSE_HELP
 
 # The modules above register their commands on `app` as they are imported.
-COMMAND_MODULES = (planning, running, bisecting, watching, service, engines)
+COMMAND_MODULES = (planning, running, bisecting, watching, sentinel, service, engines)
 
 __all__ = ["COMMAND_MODULES", "EXIT_CANNOT_ANSWER", "EXIT_INCONCLUSIVE", "EXIT_NOT_REPRODUCED",
            "EXIT_OK", "EXIT_REFUSED", "EXIT_REPRODUCED", "EXIT_RUN_ERROR", "EXIT_USAGE",

@@ -21,6 +21,7 @@ from triagebot.errors import PlanRejected
 from triagebot.model import PlanPolicy, ReproRequest
 from triagebot.overrides import OptionsError, parse_overrides
 from triagebot.render import RenderError, render_plan
+from triagebot.run.provision import ProvisionError
 from triagebot.run.watch_steps import StepContext, WatchSettings, execute_step, plan_at, read_logs
 from triagebot.sentinel.cases import overrides, skip_reason
 from triagebot.sentinel.flags import flags_for
@@ -73,8 +74,8 @@ def run_case(ctx: SentinelContext, case: SentinelCase, release: str, previous: s
         new = plan_at(step, release)
         names = mode_comparisons(new, case)
     except PlanRejected as exc:
-        reading = refused(exc, release, previous)
-        return failed("refused", reading.invalid or reading.crash)
+        reading = refused(exc, release, previous)  # names a key the release no longer takes
+        return failed("refused", reading.invalid or str(exc))
     old = None
     if previous is not None:
         try:
@@ -111,7 +112,7 @@ def sentinel_releases(ctx: SentinelContext, cases: Sequence[SentinelCase],
         try:
             if before is not None:
                 before(release)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, ProvisionError) as exc:
             broken = f"not installable: {exc}"
         for case in cases:
             why = skip_reason(case, release)

@@ -13,15 +13,16 @@ whose stand-in measures something there:
   EAGLE proposer (which also drives EAGLE-3 and MTP) is measured by those cases;
 - MTP runs k=1 there: the stand-in has one MTP layer.
 
-Before 0.21.0 no case runs on the CPU build: through 0.19.x its model runner refuses
-speculative decoding and 0.20.x crashes at the first verification step
-(`engines.vllm_cpu.SPEC_SINCE`, `SPEC_BROKEN`); `skip_reason` says so for a release.
+Before 0.20.0 the CPU build's model runner refuses speculative decoding outright (it
+was not supported on CPUs then, which is no regression): `skip_reason` skips those
+releases with the reason. A release known to crash (0.20.x, `engines.vllm_cpu.SPEC_BROKEN`)
+still runs, so the sentinel names it with the engine's own line.
 """
 
 from __future__ import annotations
 
 from triagebot.engines.vllm_catalog import version_key
-from triagebot.engines.vllm_cpu import SPEC_BROKEN, SPEC_SINCE
+from triagebot.engines.vllm_cpu import SPEC_SINCE
 from triagebot.repo_config import SentinelCaseConfig, SentinelConfig
 from triagebot.sentinel.models import Method, Mode, SentinelCase
 
@@ -106,8 +107,6 @@ def skip_reason(case: SentinelCase, release: str) -> str | None:
     if version_key(release) < SPEC_SINCE:
         return (f"vLLM's CPU build refuses speculative decoding before "
                 f"{'.'.join(map(str, SPEC_SINCE))}")
-    if release in SPEC_BROKEN:
-        return f"vLLM {release}'s CPU build {SPEC_BROKEN[release]}"
     return None
 
 
