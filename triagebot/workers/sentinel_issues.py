@@ -209,8 +209,8 @@ def _bisect(ctx: TriageContext, rec: TrackRecord, case: SentinelCase, flag: Flag
                                  ignore_result=True)
             ctx.store.set(created.job.id, enqueued=True)
         if config is None or not config.bisect.commit_index:
-            note = ("releases, then nightlies; no commit steps: `[bisect] commit_index` "
-                    "names no per-commit wheels")
+            note = ("releases, then nightlies; no commit steps: the repository's config "
+                    "names no per-commit wheels (its bisect commit index)")
     except Exception as exc:  # a plan the case cannot make is said, never a crash
         log.warning("sentinel %s: no bisect for %s: %s", rec.repo, case.case_id, exc)
         note = f"not started: {type(exc).__name__}: {str(exc)[:200]}"

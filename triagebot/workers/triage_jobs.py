@@ -119,8 +119,10 @@ def progress(ctx: TriageContext, id_: str) -> None:
     """Edit the job's comment with where it stands, at most once per interval."""
     store = ctx.store
     job = store.get(id_)
-    # A watch run has no comment of its own: its thread hears when it ends.
-    if job is None or job.terminal or job.watch is not None or not _progress_due(ctx, job):
+    # A watch or sentinel run has no comment of its own: its thread (a tracking issue)
+    # hears when it ends.
+    if job is None or job.terminal or job.watch is not None or job.sentinel is not None \
+            or not _progress_due(ctx, job):
         return
     with _comment_lock(ctx, id_):
         job = store.get(id_)
