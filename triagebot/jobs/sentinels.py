@@ -86,6 +86,16 @@ class SentinelStore:
         return bool(self.r.set(self._k("sentinel-poll-gate"), 1, nx=True,
                                px=max(1, int(every_s * 1000))))
 
+    def add_minutes(self, repo: str, day: str, minutes: float) -> float:
+        key = self._k("sentinel-minutes", repo.lower(), day)
+        total = float(self.r.incrbyfloat(key, minutes))
+        self.r.expire(key, 3 * 24 * 3600)
+        return total
+
+    def minutes(self, repo: str, day: str) -> float:
+        raw = self.r.get(self._k("sentinel-minutes", repo.lower(), day))
+        return float(raw) if raw else 0.0
+
     # --- a run's cases ---------------------------------------------------------------
     def put_case(self, job_id: str, case_id: str, figures_json: str, ttl_s: int) -> None:
         key = self._k("sentinel-case", job_id)

@@ -28,6 +28,7 @@ from triagebot.bisect import envs
 from triagebot.bisect.ranges import BisectError
 from triagebot.jobs.record import JobRecord, job_id
 from triagebot.jobs.sentinels import SentinelStore
+from triagebot.jobs.store import utc_day
 from triagebot.jobs.watches import WatchStore
 from triagebot.model import Plan
 from triagebot.repo_config import RepoConfig
@@ -110,6 +111,11 @@ def advance(ctx: TriageContext, repo: str, installation: int | None, config: Rep
     pending = newer_than(releases, last)
     if not pending:
         return 0
+    cap = config.sentinel.runner_minutes_per_day
+    if sentinels.minutes(repo, utc_day()) >= cap:
+        log.info("sentinel %s: today's runner minutes ([sentinel] runner_minutes_per_day = "
+                 "%d) are spent; %s waits", repo, cap, pending[0].version)
+        return 0
     release = pending[0]
     spec = SentinelRunSpec(engine=engine, runner=runner, release=release.version,
                            previous=last, date=release.date, cases=cases,
@@ -165,6 +171,12 @@ def publish_run(ctx: TriageContext, job: JobRecord) -> None:
 
     spec = SentinelRunSpec.model_validate_json(job.sentinel)
     sentinels = store_of(ctx)
+    counted = ctx.settings.key("sentinel-minutes-counted", job.id)
+    if job.started_at and job.finished_at and ctx.store.redis.set(counted, 1, nx=True,
+                                                                  ex=30 * 24 * 3600):
+        # Once per run, however often it is published: `[sentinel]
+        # runner_minutes_per_day` holds the next releases back once today's are spent.
+        sentinels.add_minutes(job.repo, utc_day(), (job.finished_at - job.started_at) / 60)
     stored = sentinels.cases(job.id)
     cases = {c.case_id: c for c in spec.cases}
     config, problems = repo_config(ctx, ctx.github(job.installation_id), job.repo)

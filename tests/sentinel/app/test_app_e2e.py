@@ -9,9 +9,10 @@ previous release, a triage worker talking to the fake GitHub.
 one tracking issue per flag kind, with the verdict table, the acceptance figures, the
 reproduce block and the bisect between the two releases queued and linked. The runner is
 killed in the middle of that run and restarted: the run resumes, and nothing is lost or
-doubled. 0.22.0 (slow like 0.21.0) flags "stopped paying" again: a comment on that issue,
-no new issue. `@triagebot not-a-regression` on it is counted once per flagged release,
-however often it is said, and /metrics and the run's job page show the rate.
+doubled. 0.22.0 is fast again (no flag); 0.22.1 (slow) flags "stopped paying" again: a
+comment on that issue, no new issue. `@triagebot not-a-regression` on it is counted
+once per flagged release, however often it is said, and /metrics and the run's job page
+show the rate.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from triagebot.report.sentinel import LABEL
 
 # The runner kind of this test: its worker runs the fake vLLM, never a real engine.
 FAKE_RUNNER = "fake"
-SLOW = {"0.20.1": False, "0.21.0": True, "0.22.0": True}
+SLOW = {"0.20.1": False, "0.21.0": True, "0.22.0": False, "0.22.1": True}
 CONFIG = f"""[sentinel]
 auto = true
 runners = ["{FAKE_RUNNER}"]
@@ -123,16 +124,21 @@ def test_a_flagged_case_is_tracked_once(service: dict[str, Any]) -> None:
     assert len(bisects) == 1 and bisects[0].id in link.group(1), (bisects, link.group(1))
     assert "names no per-commit wheels" in issue(service, paying.number).body
 
-    # 0.22.0 is as slow as 0.21.0: speculation still does not pay, so that issue hears
-    # of it once, in a comment; no new issue.
+    # 0.22.0 is fast again: nothing is flagged, nothing is posted. 0.22.1 is slow again:
+    # speculation stopped paying once more, so that issue hears of it once, in a
+    # comment, and its body gains the release; no new issue.
     service["feed"].publish("vllm", "0.22.0", "2026-03-01")
     published(service, "0.22.0")
+    assert len(tracking(service)) == len(issues)
+    service["feed"].publish("vllm", "0.22.1", "2026-04-01")
+    published(service, "0.22.1")
     again = wait_for(lambda: [c for c in fake.comments(REPO, paying.number)
-                              if "again at **0.22.0**" in c.body], 60, "the comment",
+                              if "again at **0.22.1**" in c.body], 60, "the comment",
                      lambda: logs(service))
     assert len(again) == 1
     assert len(tracking(service)) == len(issues)
-    assert "| 0.22.0 |" in issue(service, paying.number).body
+    assert "| 0.22.1 |" in issue(service, paying.number).body
+    assert not [c for c in fake.comments(REPO, paying.number) if "0.22.0**" in c.body]
 
     # not-a-regression: both flagged releases of the issue are counted, once.
     flags, marked = sentinels.counts()
@@ -158,7 +164,7 @@ def test_a_flagged_case_is_tracked_once(service: dict[str, Any]) -> None:
 
     # Two beats ticked all along: one run per release, one issue per flag kind.
     triggers = sorted(j.trigger for j in runs(service))
-    assert triggers == [f"sentinel-vllm-0.21.0-{FAKE_RUNNER}",
-                        f"sentinel-vllm-0.22.0-{FAKE_RUNNER}"], triggers
+    assert triggers == [f"sentinel-vllm-{r}-{FAKE_RUNNER}" for r in ("0.21.0", "0.22.0",
+                                                                     "0.22.1")], triggers
     titles = [i.title for i in tracking(service)]
     assert len(titles) == len(set(titles))

@@ -73,3 +73,12 @@ def test_enrolment_baseline_and_the_runs_cases(redis_client: redis.Redis,
     store.put_case("job1", "c", '{"a": 2}', ttl_s=60)
     assert store.cases("job1") == {"c": '{"a": 2}'} and store.cases("job2") == {}
     assert store.poll_due(60) and not store.poll_due(60)
+
+
+def test_runner_minutes_add_up_per_repo_and_day(redis_client: redis.Redis,
+                                               namespace: str) -> None:
+    store = SentinelStore(redis_client, namespace)
+    assert store.minutes("o/r", "20261128") == 0.0
+    store.add_minutes("o/r", "20261128", 1.5)
+    assert store.add_minutes("O/R", "20261128", 2.0) == 3.5
+    assert store.minutes("o/r", "20261129") == 0.0
