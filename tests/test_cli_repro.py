@@ -36,7 +36,7 @@ def test_repro_runs_every_cell_and_report_rereads_the_folder(tmp_path: Path) -> 
     # Every number in the report comes from these runs: the cells' medians are there.
     findings = json.loads((out / "findings.json").read_text())
     assert findings["outcome"] in ("reproduced", "not_reproduced", "inconclusive")
-    assert "### Cells" in report and "ngram k=2" in report
+    assert "<summary>Cells</summary>" in report and "ngram k=2" in report
     assert "triagebot repro" in report and "tiny-random-llama" in report
 
     (out / "findings.json").unlink()  # as a repro stopped before its end leaves it

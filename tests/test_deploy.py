@@ -35,7 +35,7 @@ GPU_SETTINGS = {
     "lock_ttl_s", "heartbeat_s", "worker_heartbeat_max_age_s", "job_ttl_s", "gpu_kinds",
     "default_gpu", "progress_interval_s", "data_dir", "env_cache_dir", "run_local",
     "silence_limit_s", "escalate", "bisect_index", "bisect_find_links",
-    "bisect_commits_wait_s",
+    "bisect_commits_wait_s", "docs_url",
 }
 # The modules a runner (GPU or cpu worker) runs: every setting they read must reach it.
 RUNNER_SOURCES = [ROOT / "triagebot" / "workers" / "runner.py",

@@ -65,8 +65,7 @@ class Settings(ReleaseSettings):
     webhook_secrets: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
     max_body_bytes: int = Field(default=25 * 1024 * 1024 + 64 * 1024, ge=1024)
     delivery_ttl_s: int = Field(default=7 * 24 * 3600, ge=60)
-    # Every Redis call on the webhook path gives up after this, so a hung Redis answers
-    # 503 well inside GitHub's 10 s delivery timeout.
+    # Webhook-path Redis calls give up after this: a hung Redis answers 503 within GitHub's 10 s.
     ingress_redis_timeout_s: float = Field(default=0.5, gt=0, le=5)
     # Bytes of request bodies held at once (per process) before their signature is checked;
     # a request that finds no room within a second is answered 503.
@@ -76,6 +75,7 @@ class Settings(ReleaseSettings):
     # Only these OWNER/NAME repositories are served; empty means every installation.
     allowed_repos: Annotated[list[str], NoDecode] = Field(default_factory=list)
     public_url: str = "http://127.0.0.1:8000"
+    docs_url: str = ""  # where the docs site is published; a report links its runner's page
     host: str = "127.0.0.1"
     port: int = Field(default=8000, ge=1, le=65535)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.report import SCENARIOS, load_fixture, seed_request
+from tests.report import SCENARIOS, load_fixture, request_for, seed_request
 from triagebot.analyze.findings import analyze, merge_counters, summarize
 from triagebot.analyze.findings_models import Findings
 from triagebot.model import (
@@ -24,6 +24,7 @@ EXPECTED = {
     "crash_in_one_cell": "error",
     "config_rejected": "error",
     "noisy_unknown": "inconclusive",
+    "cpu_demo": "reproduced",
 }
 
 
@@ -36,7 +37,7 @@ def run(cell_id: str, values: list[float], status: str = "ok", **kw: object) -> 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_outcome_of_each_recorded_scenario(name: str) -> None:
     plan, results = load_fixture(name)
-    f = analyze(plan, results, request=seed_request())
+    f = analyze(plan, results, request=request_for(name))
     assert f.outcome == EXPECTED[name], f.outcome_reason
     assert f.headline.startswith({"reproduced": "Reproduced:", "not_reproduced":
                                   "Not reproduced:", "inconclusive": "Inconclusive:",

@@ -86,7 +86,7 @@ def test_a_graph_cell_without_replays_is_flagged(graph: CudaGraphEvidence | None
     assert len(hints) == len(checks)
     assert {h.severity for h in hints} == {"warning" if state == "unknown" else "error"}
     report = render_report(plan, findings)
-    assert "### CUDA graphs" in report and "**not as labelled**" in report
+    assert "<summary>CUDA graphs</summary>" in report and "**not as labelled**" in report
 
 
 def test_an_eager_cell_that_launched_graphs_is_flagged() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.report import seed_request
+from tests.report.layout import section as collapsed
 from triagebot.analyze.findings import analyze
 from triagebot.analyze.step_split import step_splits
 from triagebot.model import Cell, Plan, RunEnv, RunMeasurement, RunResult
@@ -133,7 +134,7 @@ def test_the_report_draws_a_chart_per_mode_and_names_the_largest_part() -> None:
     findings = analyze(plan, results, request=seed_request())
     assert [f.context for f in findings.step_splits] == ["eager", "graph"]
     text = render_report(plan, findings)
-    section = text.split("### Where a step's time goes", 1)[1].split("\n### ", 1)[0]
+    section = collapsed(text, "Where a step's time goes")
     assert section.count("```text") == 2
     assert "under eager · ms per step · torch.profiler (CPU)" in section
     assert "under graph · ms per step" in section
@@ -161,7 +162,7 @@ def test_a_mode_with_no_step_split_draws_no_chart_and_says_why_once() -> None:
     results = {c.cell_id: [result(c, unsplit if c.varies["graph"] == "graph"
                                   else standard_profile(c))] for c in plan.cells}
     text = render_report(plan, analyze(plan, results, request=seed_request()))
-    section = text.split("### Where a step's time goes", 1)[1].split("\n### ", 1)[0]
+    section = collapsed(text, "Where a step's time goes")
     assert section.count("```text") == 1 and "under graph" not in section
     assert section.count(why) == 1
     assert f"- spec + graph: the step was not split ({why})" in section

@@ -111,11 +111,11 @@ def test_graph_cells_show_their_cuda_graphs(name: str) -> None:
     checks = {g.cell_id: g for g in run.findings.graphs}
     if not run.on_gpu:
         # A CPU has no CUDA graphs: nothing is read and nothing is claimed.
-        assert checks == {} and "### CUDA graphs" not in run.report
+        assert checks == {} and "<summary>CUDA graphs</summary>" not in run.report
         assert all(r.cuda_graphs is None for rs in run.results.values() for r in rs)
         return
     assert set(checks) == {c.cell_id for c in run.plan.cells}
-    assert "### CUDA graphs" in run.report and "not as labelled" not in run.report
+    assert "<summary>CUDA graphs</summary>" in run.report and "not as labelled" not in run.report
     for cell in run.plan.cells:
         check = checks[cell.cell_id]
         assert not check.flagged, check.sentence

@@ -25,6 +25,7 @@ from tests.fakes.github_fixture import INSTALLATION_ID, REPO
 from tests.fakes.github_server import FakeGitHub
 from tests.fakes.redis_fixture import make_settings
 from tests.fakes.services import Uvicorn, Worker, settings_env, wait_for
+from tests.report.layout import assert_layout, first_screen, sections
 from triagebot.jobs.record import JobRecord
 from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
@@ -55,7 +56,8 @@ def service(fake_github: FakeGitHub, namespace: str, tmp_path: Path,
         namespace, github_api_url=fake_github.base_url, app_id=fake_github.app_id,
         app_private_key=fake_github.private_key_pem, webhook_secrets=[SECRET],
         data_dir=tmp_path / "jobs", env_cache_dir=tmp_path / "envs", run_local=True,
-        escalate=False, public_url="http://triagebot.test", **clocks)
+        escalate=False, public_url="http://triagebot.test",
+        docs_url="https://docs.triagebot.test/", **clocks)
     fake_github.add_issue(REPO, 42, "GLM-OCR: MTP slower under CUDA graphs",
                           (ROOT / "samples" / "glm-ocr-mtp-graph.md").read_text(),
                           author="reporter")
@@ -156,6 +158,11 @@ def test_comment_to_one_report(service: dict[str, Any]) -> None:
     assert body.startswith(f"<!-- triagebot:v1 job={job.id} -->")
     assert "Queued" not in body and "Running" not in body
     assert job.headline and job.headline.split(":")[0] in body
+    # The comment is laid out as report.md is: the answer on its first screen (the
+    # runner's docs page linked), the rest in collapsed sections, the job line last.
+    assert_layout(body)
+    assert "](<https://docs.triagebot.test/runners/" in first_screen(body)
+    assert body.rstrip().splitlines()[-1].startswith("Job [`")
     # The command to rerun it names the thread on the GitHub this deployment reads.
     assert f"triagebot repro {fake.web_url}/acme/engine/issues/42" in body
     # Created once (the acknowledgement), then only edited: progress and the report.
@@ -179,6 +186,11 @@ def test_comment_to_one_report(service: dict[str, Any]) -> None:
     # The job page shows the report once done.
     page = httpx.get(f"{service['web'].url}/jobs/{job.id}.json", timeout=10).json()
     assert page["state"] == "done" and page["report"]
+    # Whole on the HTML page: every collapsed section, each rendered as markdown inside.
+    shown = httpx.get(f"{service['web'].url}/jobs/{job.id}", timeout=10).text
+    for title in sections(page["report"]):
+        assert f"<details><summary>{html.escape(title, quote=False)}</summary>" in shown
+    assert "<table>" in shown.split("<summary>Cells</summary>", 1)[1]
 
 
 def test_gpu_worker_killed_mid_cell_reruns_it_and_reports_once(

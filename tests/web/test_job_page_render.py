@@ -7,14 +7,18 @@ showed a green "done", and there were no charts.
 from __future__ import annotations
 
 import re
+from html import escape, unescape
 
 import httpx
 import pytest
 import redis
 
+from tests.report.layout import sections
+from tests.report.test_report import GOLDEN
 from tests.web import job_states
 from triagebot.jobs.store import JobStore
 from triagebot.settings import Settings
+from triagebot.web.page_markdown import report_html
 
 
 @pytest.fixture
@@ -72,3 +76,17 @@ def test_failed_and_cancelled_jobs_have_their_own_colours(url: str, http: httpx.
     html = http.get(f"{url}/jobs/{job.id}").text
     assert 'class="badge tone-bad" id="verdict">failed<' in html
     assert 'class="error">the runner lost its GPU<' in html
+
+
+def test_the_report_is_whole_on_the_page_with_each_collapsed_section_rendered() -> None:
+    """The comment collapses all but its first screen; the page keeps every section, and
+    the markdown inside each still renders (tables, lists, code), nothing shown raw."""
+    text = (GOLDEN / "cpu_demo.md").read_text(encoding="utf-8")
+    page = str(report_html(text))
+    titles = sections(text)
+    assert re.findall(r"<details><summary>([^<]*)</summary>", page) == [
+        escape(t) for t in titles]
+    assert page.count("</details>") == len(titles)
+    assert "<table>" in page.split("<summary>Cells</summary>", 1)[1].split("</details>")[0]
+    assert "<li>" in page.split("<summary>Method and plan notes</summary>", 1)[1]
+    assert "|---" not in page and "<details>" not in unescape(re.sub(r"<[^>]+>", "", page))

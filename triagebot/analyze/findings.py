@@ -190,6 +190,10 @@ def analyze(
     claims = key_claims(request, comparisons, against)
     signal = decision_signal(request, measured, comparisons, claims, plan, engaged)
     conclusion = conclude(plan, measured, why, signal, engaged, comparisons)
+    # The comparison the headline leads with: the reporter's key claim, else the first main.
+    asked = [c.name for c in comparisons if c.main]
+    key = next((c.comparison for c in claims if c.comparison in asked),
+               asked[0] if asked else "")
     notes = list(plan.notes) + _run_notes(plan, results) + mtp_notes(plan, results)
     if band.source == "default":
         notes.append(f"A/A pair: {band.note}")
@@ -200,8 +204,7 @@ def analyze(
         question=plan.question,
         outcome=conclusion.outcome,
         outcome_reason=conclusion.reason,
-        headline=headline(plan, conclusion, comparisons, against,
-                          claims[0].comparison if claims else None),
+        headline=headline(plan, conclusion, comparisons, against, key or None),
         cells=cell_list,
         noise=band,
         comparisons=comparisons,
@@ -221,6 +224,7 @@ def analyze(
         margin=margin,
         negligible=negligible,
         decided_by=signal,
+        key_comparison=key,
         needs_more_runs=more,
         notes=notes,
     )

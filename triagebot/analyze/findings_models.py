@@ -425,6 +425,8 @@ class Findings(_Model):
     negligible: float = Field(default=0.0, ge=0.0,
                               description="DIFFERENT means beyond ±negligible (0: beyond 0)")
     decided_by: str = Field(default="", description="the signal the outcome rests on")
+    key_comparison: str = Field(default="", description="the main comparison the headline "
+                                "leads with: the one that decided (empty: none ran)")
     needs_more_runs: dict[str, int] = Field(
         default_factory=dict, description="comparison name -> more runs per arm (an "
         "UNKNOWN ratio, or an A/A pair that came out DIFFERENT)")

@@ -1,8 +1,10 @@
 """Findings -> one markdown comment: the report the CLI prints and the bot posts.
 
-The layout lives in `templates/report.md.j2`. Everything the template prints is built
-here and passes through `markdown.py` first; the jinja environment's `finalize` refuses
-any value that did not, so a template edit cannot print raw user-derived text.
+The layout lives in `templates/report.md.j2`: the answer on the first screen
+(`first_screen.py`), then collapsed sections (the tables here, the rest in
+`sections.py`). Everything the template prints passes through `markdown.py` first and is
+marked `Md` (`safe.py`); the jinja environment's `finalize` refuses any value that did
+not, so a template edit cannot print raw user-derived text.
 
 The comment always fits GitHub's 65,536-character limit: when it would not, evidence
 lines and scripts are shortened first, then scripts are left out, then evidence, and as
@@ -15,90 +17,54 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
-from statistics import median as stats_median
 from typing import Any
 
 import jinja2
 
-from triagebot.analyze.against_report_models import LabelMatch
-from triagebot.analyze.findings_models import Findings, Hint
+from triagebot.analyze.findings_models import Findings
 from triagebot.analyze.findings_outcome import outcome_word
 from triagebot.analyze.looks import DESIGN_EFFECT, DESIGN_POWER
 from triagebot.model import Plan
-from triagebot.plan.synthetic import NOTE
 from triagebot.render import RenderedScript
+from triagebot.report import first_screen
 from triagebot.report import markdown as md
-from triagebot.report.step_chart import step_chart
+from triagebot.report.safe import (
+    Md,
+    UnsafeReportValue,
+    cell_text,
+    finalize,
+    interval,
+    join_md,
+    number,
+    prose,
+)
+from triagebot.report.sections import (
+    Limits,
+    against_view,
+    chart,
+    encoder_lines,
+    graph_lines,
+    hint_views,
+    spec_lines,
+    step_split_views,
+    why_view,
+)
 from triagebot.templating import strict_environment
 
-__all__ = ["MAX_CHARS", "Md", "render_report"]
+__all__ = ["MAX_CHARS", "Md", "UnsafeReportValue", "finalize", "render_report"]
 
 MAX_CHARS = 65_536
 TARGET_CHARS = 65_000  # margin for the GitHub client's own newline handling
-_ICON = {"error": "❌", "warning": "⚠️", "info": "ℹ️"}
-
-
-class Md(str):
-    """Text already made safe for the spot the template prints it in."""
-
-    __slots__ = ()
-
-
-class UnsafeReportValue(ValueError):
-    """A template printed a value that did not pass a markdown helper."""
-
-
-def _finalize(value: Any) -> Any:
-    if isinstance(value, Md) or value is None or value == "":
-        return value if value is not None else ""
-    raise UnsafeReportValue(f"report template printed an unescaped {type(value).__name__}")
-
-
-def _join(items: Sequence[Any], sep: str = " | ") -> Md:
-    """Join already-safe pieces; a raw string among them is refused like in finalize."""
-    for item in items:
-        _finalize(item)
-    return Md(sep.join(items))
 
 
 @cache
 def _environment() -> jinja2.Environment:
-    env = strict_environment(jinja2.PackageLoader("triagebot.report", "templates"), _finalize)
-    env.filters["join_md"] = _join
+    env = strict_environment(jinja2.PackageLoader("triagebot.report", "templates"), finalize)
+    env.filters["join_md"] = join_md
     return env
 
 
-# --- formatting ---------------------------------------------------------------------------
-
-
-def _t(text: object, limit: int = 500) -> Md:
-    return Md(md.inline(text, limit))
-
-
-def _c(text: object, limit: int = 200) -> Md:
-    return Md(md.table_cell(text, limit))
-
-
-def _num(value: float | None, fmt: str = ".2f", suffix: str = "") -> str:
-    return "—" if value is None else f"{value:{fmt}}{suffix}"
-
-
-def _ci(low: float | None, high: float | None, fmt: str = ".2f") -> str:
-    return "" if low is None or high is None else f" [{low:{fmt}}, {high:{fmt}}]"
-
-
-# --- view -------------------------------------------------------------------------------
-
-
-@dataclass
-class Limits:
-    """How much of the long parts (evidence, scripts) one rendering keeps."""
-
-    evidence_lines: int | None = None
-    evidence_chars: int = 300
-    script_chars: int | None = None
-    scripts: bool = True
-    details_note: str = ""
+# --- tables and method -------------------------------------------------------------------
 
 
 def _cell_rows(findings: Findings) -> list[list[Md]]:
@@ -108,13 +74,13 @@ def _cell_rows(findings: Findings) -> list[list[Md]]:
         acc = c.acceptance
         status = c.status if c.status == "ok" else f"{c.status}: {c.error or ''}"
         rows.append([
-            _c(c.label),
-            Md(f"{_num(t.median, '.1f')}{_ci(t.ci_low, t.ci_high, '.1f')}"),
+            cell_text(c.label),
+            Md(f"{number(t.median, '.1f')}{interval(t.ci_low, t.ci_high, '.1f')}"),
             Md(str(t.n)),
-            Md(_num(t.cv * 100 if t.cv is not None else None, ".1f", "%")),
-            Md(_num(acc.acceptance_rate if acc else None, ".1%")),
-            Md(_num(acc.mean_acceptance_length if acc else None)),
-            _c(status, 120),
+            Md(number(t.cv * 100 if t.cv is not None else None, ".1f", "%")),
+            Md(number(acc.acceptance_rate if acc else None, ".1%")),
+            Md(number(acc.mean_acceptance_length if acc else None)),
+            cell_text(status, 120),
         ])
     return rows
 
@@ -127,22 +93,22 @@ def _comparison_rows(findings: Findings) -> list[list[Md]]:
         if comp.main and comp.kind == "ratio":
             verdict = f"**{verdict}**"
         rows.append([
-            _c(comp.name),
-            Md(f"{_num(r.ratio, '.3f')}x{_ci(r.ci_low, r.ci_high, '.3f')}"
+            cell_text(comp.name),
+            Md(f"{number(r.ratio, '.3f')}x{interval(r.ci_low, r.ci_high, '.3f')}"
                if r.ratio is not None else "—"),
             Md(verdict),
             Md(f"{r.n_a} v {r.n_b}"),
-            _c(r.reason, 200),
+            cell_text(r.reason, 200),
         ])
     for inter in findings.interactions:
         ir = inter.result
         rows.append([
-            _c(inter.name),
-            Md(f"{_num(ir.ratio_of_ratios, '.3f')}x{_ci(ir.ci_low, ir.ci_high, '.3f')}"
+            cell_text(inter.name),
+            Md(f"{number(ir.ratio_of_ratios, '.3f')}x{interval(ir.ci_low, ir.ci_high, '.3f')}"
                if ir.ratio_of_ratios is not None else "—"),
             Md(f"**{ir.verdict}**"),
             Md(f"{ir.n_a1}/{ir.n_b1} v {ir.n_a2}/{ir.n_b2}"),
-            _c(ir.reason, 200),
+            cell_text(ir.reason, 200),
         ])
     return rows
 
@@ -154,13 +120,13 @@ def _method_lines(findings: Findings) -> list[Md]:
                  "and is held to ≤ 1 % false positives over all looks when the truth lies "
                  "in that band" if findings.negligible > 0 else
                  "DIFFERENT is held to ≤ 1 % false positives over all looks")
-    out = [_t(f"SAME means within ±{findings.margin:.0%} (the practical margin); the "
+    out = [prose(f"SAME means within ±{findings.margin:.0%} (the practical margin); the "
               f"interval shown is the one held to it. Method: {method}; {different}, "
               "SAME to ≤ 5 % when the truth lies at the margin.", 600)]
     targets = [f"{c.name} {c.result.target_runs}" for c in findings.comparisons
                if c.kind == "ratio" and c.result.target_runs is not None]
     if targets:
-        out.append(_t("Runs per arm each DIFFERENT test spends its error by, sized at its "
+        out.append(prose("Runs per arm each DIFFERENT test spends its error by, sized at its "
                       f"measured noise to find a {DESIGN_EFFECT:.0%} change "
                       f"{DESIGN_POWER:.0%} of the time (a quiet pair decides sooner): "
                       f"{', '.join(targets)}.", 600))
@@ -168,14 +134,14 @@ def _method_lines(findings: Findings) -> list[Md]:
     if aa is not None and aa.ratio is not None:
         cv = f", run-to-run CV {aa.run_cv:.1%}" if aa.run_cv is not None else ""
         drift = f"; {aa.drift.note}" if aa.drift is not None else ""
-        out.append(_t(f"A/A pair (two runs of one configuration): {aa.ratio:.3f}x"
-                      f"{_ci(aa.ci_low, aa.ci_high, '.3f')} ({aa.n_a} v {aa.n_b} runs){cv}"
+        out.append(prose(f"A/A pair (two runs of one configuration): {aa.ratio:.3f}x"
+                      f"{interval(aa.ci_low, aa.ci_high, '.3f')} ({aa.n_a} v {aa.n_b} runs){cv}"
                       f"{drift}. It measures the runner; it does not gate the verdicts.", 600))
     else:
-        out.append(_t(f"A/A pair: {findings.noise.note}", 600))
+        out.append(prose(f"A/A pair: {findings.noise.note}", 600))
     out.extend(_metric_lines(findings))
     if findings.decided_by:
-        out.append(_t(f"Decided by: {findings.decided_by}.", 300))
+        out.append(prose(f"Decided by: {findings.decided_by}.", 300))
     return out
 
 
@@ -187,179 +153,16 @@ def _metric_lines(findings: Findings) -> list[Md]:
             if c.cpu_throughput is not None and c.throughput.cv is not None]
     if not cpu or not wall:
         return []
-    return [_t("Verdicts use wall-clock tok/s. The engine's CPU time per output token (every "
+    return [prose("Verdicts use wall-clock tok/s. The engine's CPU time per output token (every "
                "process and thread of it) is recorded beside it as a cross-check: run-to-run "
                f"CV {min(cpu):.1%}-{max(cpu):.1%} per cell, against wall-clock's "
                f"{min(wall):.1%}-{max(wall):.1%}. CPU time leaves out the moments a "
                "neighbour held the core, but not a slower core: on a shared virtual machine "
-               "the speed of the core itself drifts (bench/cpu_noise.py times fixed work "
-               "beside the engines), and there CPU time was no steadier than wall-clock "
-               "time, so the verdicts keep wall-clock time.", 700)]
+               "the speed of the core itself drifts (fixed work timed beside the engines "
+               "shows it; the runner's page, linked above, says how), and there CPU time "
+               "was no steadier than wall-clock time, so the verdicts keep wall-clock time.",
+               700)]
 
-
-def _chart(findings: Findings) -> Md:
-    pairs = [(c.label, c.throughput.median) for c in findings.cells
-             if c.throughput.median is not None]
-    if not pairs:
-        return Md("")
-    labels = [f"{label} (n={c.throughput.n})" for (label, _), c in
-              zip(pairs, [c for c in findings.cells if c.throughput.median is not None],
-                  strict=True)]
-    return Md(md.bar_chart("Median throughput per cell (tok/s)", labels,
-                           [v for _, v in pairs if v is not None], "tok/s"))
-
-
-def _spec_lines(findings: Findings) -> list[Md]:
-    out: list[Md] = []
-    for c in findings.cells:
-        acc = c.acceptance
-        if acc is None or c.replica:
-            continue
-        pos = ", ".join(f"{p:.2f}" for p in acc.per_position) or "—"
-        out.append(_t(
-            f"{c.label}: acceptance rate {_num(acc.acceptance_rate, '.1%')}, mean acceptance "
-            f"length {_num(acc.mean_acceptance_length)}, per position [{pos}] "
-            f"({acc.num_drafts} drafts over {c.throughput.n} runs)"
-            + (f"; note: {'; '.join(acc.notes)}" if acc.notes else ""), 800))
-    for comp in findings.comparisons:
-        r = comp.result
-        if comp.step_cost is not None:
-            out.append(_t(f"{comp.name}: {comp.step_cost.sentence} ({r.n_a} v {r.n_b} runs)",
-                          600))
-        if comp.explanation is not None:
-            out.append(_t(f"{comp.name}: {comp.explanation.sentence} ({r.n_a} v {r.n_b} "
-                          f"runs; tokens per step from {comp.explanation.source})", 600))
-    for sf in findings.step_fits:
-        f = sf.fit
-        if f.ok and f.per_token_seconds is not None:
-            fixed = (f"fixed overhead {f.fixed_seconds * 1e3:.2f} ms per step, "
-                     if f.fixed_seconds is not None else "")
-            out.append(_t(f"k sweep of {sf.method} under {sf.context} (k = "
-                          f"{', '.join(map(str, f.ks))}): {fixed}{f.per_token_seconds * 1e3:.2f}"
-                          f" ms per drafted token; R² {_num(f.r_squared, '.3f')}", 600))
-        else:
-            out.append(_t(f"k sweep of {sf.method} under {sf.context}: no fit ({f.reason})"))
-    for d in findings.divergence:
-        if d.result.checked:
-            out.append(_t(f"greedy outputs under {d.context}: {d.result.reason}"))
-    return out
-
-
-def _why_view(findings: Findings) -> dict[str, Any] | None:
-    """Per compared mode: which explanation of a slower speculation holds, the pinned
-    arms' ratios and the break-even acceptance length (`analyze/synthetic.py`)."""
-    modes = findings.pinned
-    if not modes:
-        return None
-    notes = [_t(n, 600) for n in findings.notes if n.startswith(NOTE)]
-    rows = []
-    for m in modes:
-        lo_hi = m.break_even_ci
-        rows.append([
-            _t(m.mode or "all cells", 80), Md(_num(m.measured_length)),
-            Md(_num(m.measured_ratio, ".2f", "x")),
-            Md(_num(m.full_ratio, ".2f", "x") + _ci(*(m.full_ci or (None, None)))),
-            Md((_num(m.reported_ratio, ".2f", "x") + _ci(*(m.reported_ci or (None, None)))
-                + f" at {m.reported_length:.2f}") if m.reported_length else "—"),
-            Md(_num(m.break_even) + _ci(*(lo_hi or (None, None))))])
-    sources = sorted({m.break_even_source for m in modes if m.break_even_source})
-    return {"sentences": [_t(m.sentence, 600) for m in modes], "rows": rows, "notes": notes,
-            "sources": [_t(f"break-even acceptance length from {src}", 400)
-                        for src in sources]}
-
-
-def _encoder_lines(findings: Findings) -> list[Md]:
-    """The multimodal encoder's forward time per request, per cell (mm-processor cells)."""
-    out = []
-    for c in findings.cells:
-        e = c.encoder
-        if e is None:
-            continue
-        runs = ", ".join(f"{ms:.2f}" for ms in e.encoder_forward_ms)
-        pre = (f"; processor {stats_median(e.preprocessor_ms):.2f} ms per request"
-               if e.preprocessor_ms else "")
-        out.append(_t(f"{c.label}: encoder forward {stats_median(e.encoder_forward_ms):.2f} "
-                      f"ms per request (median of the runs' means: {runs} ms; "
-                      f"{e.encoder_calls} encoder calls in "
-                      f"{len(e.encoder_forward_ms)} runs){pre}", 600))
-    return out
-
-
-def _step_split_views(findings: Findings) -> list[dict[str, Any]]:
-    """Per mode: its chart (spec cells, then the no-spec step) and what it says."""
-    views = []
-    for f in findings.step_splits:
-        shown = [*f.cells, *([f.baseline] if f.baseline is not None else [])]
-        title = "all cells" if f.context == "all cells" else f"under {f.context}"
-        lines = [_t(s, 600) for s in f.sentences]
-        lines += [_t(c.cudagraphs.sentence, 800) for c in shown if c.cudagraphs is not None]
-        # A cell with no step split says why in its sentence; one split in part, here.
-        lines += [_t(f"{c.cell_label}: {n}", 400) for c in shown if c.step_s is not None
-                  for n in c.notes]
-        chart = step_chart(title, shown) if any(c.step_s for c in shown) else ""
-        views.append({"chart": Md(md.fence(chart, "text")) if chart else Md(""),
-                      "lines": lines})
-    return views
-
-
-def _graph_lines(findings: Findings) -> list[Md]:
-    """Whether each cell of the graph axis ran CUDA graphs as labelled (GPU runners)."""
-    return [Md(("**not as labelled** · " if g.flagged else "") + _t(g.sentence, 800))
-            for g in findings.graphs]
-
-
-@dataclass
-class HintView:
-    head: Md
-    text: Md
-    evidence: Md
-
-
-def _hint_views(findings: Findings, limits: Limits) -> list[HintView]:
-    views = []
-    for h in findings.hints:
-        views.append(HintView(
-            head=Md(f"{_ICON[h.severity]} **{h.severity}** · {md.code_span(h.source)} · "
-                    f"{md.inline(', '.join(dict.fromkeys(h.cells)), 300)}"),
-            text=_t(h.text + (f" Related: {', '.join(h.related)}." if h.related else ""), 1200),
-            evidence=Md(_evidence(h, limits)),
-        ))
-    return views
-
-
-def _evidence(h: Hint, limits: Limits) -> str:
-    lines = h.evidence if limits.evidence_lines is None else h.evidence[: limits.evidence_lines]
-    if not lines:
-        return ""
-    text = "\n".join(md.shorten(ln, limits.evidence_chars) for ln in lines)
-    if len(lines) < len(h.evidence):
-        text += f"\n... ({len(h.evidence) - len(lines)} more lines left out for length)"
-    return md.fence(text, "text")
-
-
-def _ours(m: LabelMatch) -> str:
-    if not m.comparable:
-        return "not comparable"
-    unit = f" {m.ours_unit}" if m.ours_unit and m.ours_median is not None else ""
-    return f"{_num(m.ours_median)}{unit} (n={m.ours_n})"
-
-
-def _against(findings: Findings) -> dict[str, Any] | None:
-    ar = findings.against_report
-    if ar is None:
-        return None
-    labels = [[_c(m.label, 80), _c(f"{m.reported_tok_s:.2f} {m.reported_unit}"),
-               _c(m.cell_label or "—"),
-               _c(_ours(m) if m.cell_id else "—"),
-               _c(m.reason, 300)] for m in ar.labels]
-    ratios = [_t(f"{r.comparison}: {r.sentence}; {r.reason}", 600) for r in ar.ratios]
-    acc = [_t(a.sentence, 400) for a in ar.acceptance]
-    env = [[Md(f.field), _c(f.reported or "—", 80), _c(f.ours or "—", 80),
-            Md("differs" if f.differs else "same" if f.differs is False else "unknown")]
-           for f in ar.env.fields]
-    return {"labels": labels, "unmatched": [_c(u, 80) for u in ar.unmatched],
-            "ratios": ratios, "acceptance": acc, "env": env,
-            "env_sentence": _t(ar.env.sentence, 800)}
 
 
 def _scripts(scripts: Sequence[RenderedScript], command: str, limits: Limits) -> dict[str, Any]:
@@ -385,36 +188,51 @@ def _runs_footer(findings: Findings) -> Md:
     return Md(f"runs per cell: {span} (each number above states the runs it rests on)")
 
 
-def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], command: str,
+def _first_screen(plan: Plan, findings: Findings, docs_url: str) -> dict[str, Any]:
+    # Built by `first_screen`: every piece of outside text in them went through `md`.
+    return {"deciding": Md(first_screen.deciding_line(findings)),
+            "acceptance": Md(first_screen.acceptance_line(findings)),
+            "unanswered": [Md(line) for line in
+                           first_screen.unanswered_lines(plan, findings, docs_url)]}
+
+
+@dataclass
+class ReportInputs:
+    """What one rendering prints besides the findings: the scripts and the command that
+    reproduce it, and where the deployment publishes the docs (empty: not published)."""
+
+    scripts: Sequence[RenderedScript]
+    command: str
+    docs_url: str
+
+
+def _view(plan: Plan, findings: Findings, inputs: ReportInputs,
           limits: Limits) -> dict[str, Any]:
     word = outcome_word(findings.outcome)
     rest = findings.headline.split(":", 1)[1].strip() if ":" in findings.headline \
         else findings.headline
-    pairs = {c.name for c in findings.comparisons if c.kind == "noise"}
-    more = [_t(f"{name}: {n} more runs per arm " + ("would show whether the pair agrees"
-                                                    if name in pairs else
-                                                    "would reach the next look"))
-            for name, n in findings.needs_more_runs.items()]
     return {
         "verdict": Md(word),
-        "headline": _t(rest, 2000),
-        "question": _t(findings.question, 600),
-        "reason": _t(findings.outcome_reason, 800),
-        "never_engaged": [_t(e.sentence, 600) for e in findings.never_engaged],
+        "headline": prose(rest, 2000),
+        "question": prose(findings.question, 600),
+        "reason": prose(findings.outcome_reason, 800),
+        "first": _first_screen(plan, findings, inputs.docs_url),
+        "never_engaged": [prose(e.sentence, 600) for e in findings.never_engaged],
         "cells": _cell_rows(findings),
         "comparisons": _comparison_rows(findings),
         "method": _method_lines(findings),
-        "needs_more": more,
-        "chart": _chart(findings),
-        "graphs": _graph_lines(findings),
-        "step_splits": _step_split_views(findings),
-        "encoder": _encoder_lines(findings),
-        "spec": _spec_lines(findings),
-        "why": _why_view(findings),
-        "hints": _hint_views(findings, limits),
-        "against": _against(findings),
-        "notes": [_t(n, 600) for n in findings.notes],
-        "repro": _scripts(scripts, command, limits),
+        "chart": chart(findings),
+        "graphs": graph_lines(findings),
+        "step_splits": step_split_views(findings),
+        "encoder": encoder_lines(findings),
+        "spec": spec_lines(findings),
+        "why": why_view(findings),
+        "hints": hint_views(findings, limits),
+        "against": against_view(findings),
+        # The runner's own limits are on the first screen; the other notes stay here.
+        "notes": [prose(n, 600) for n in findings.notes
+                  if not n.startswith(first_screen.CANNOT_NOTE)],
+        "repro": _scripts(inputs.scripts, inputs.command, limits),
         "footer": Md(
             f"triagebot · {md.inline(findings.engine)} "
             f"{md.inline(findings.engine_version or 'unknown version')} · plan "
@@ -423,10 +241,9 @@ def _view(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], com
     }
 
 
-def _render(plan: Plan, findings: Findings, scripts: Sequence[RenderedScript], command: str,
-            limits: Limits) -> str:
+def _render(plan: Plan, findings: Findings, inputs: ReportInputs, limits: Limits) -> str:
     template = _environment().get_template("report.md.j2")
-    return template.render(**_view(plan, findings, scripts, command, limits))
+    return template.render(**_view(plan, findings, inputs, limits))
 
 
 def shortened_note(what: str) -> str:
@@ -453,13 +270,17 @@ def render_report(
     *,
     scripts: Sequence[RenderedScript] = (),
     command: str = "",
+    docs_url: str = "",
 ) -> str:
-    """The report comment for `findings`, always shorter than 65,536 characters."""
+    """The report comment for `findings`, always shorter than 65,536 characters.
+    `docs_url` is where the deployment publishes triagebot's docs: the first screen links
+    the runner's page there (empty: it names the page)."""
+    inputs = ReportInputs(scripts=scripts, command=command, docs_url=docs_url)
     text = ""
     for limits, what in _attempts():
         if what:
             limits.details_note = shortened_note(what)
-        text = _render(plan, findings, scripts, command, limits)
+        text = _render(plan, findings, inputs, limits)
         if len(text) <= TARGET_CHARS:
             return text
     return md.cut(text, TARGET_CHARS,

@@ -141,7 +141,8 @@ class JobRunner:
         command = shlex.join(["triagebot", "repro",
                               self.settings.thread_url(job.repo, job.number),
                               *job.command.split()[1:]])
-        report = render_report(plan, execution.findings, scripts=scripts, command=command)
+        report = render_report(plan, execution.findings, scripts=scripts, command=command,
+                               docs_url=self.settings.docs_url)
         self.store.runs.save_report(id_, execution.findings.model_dump_json(), report)
         self.store.move(id_, "done", outcome=execution.findings.outcome,
                         headline=execution.findings.headline, eta_s=0.0)

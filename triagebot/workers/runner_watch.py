@@ -78,7 +78,8 @@ def run_watch_job(host: WatchHost, id_: str, job: JobRecord, slots: SlotStore,
                             read_logs(execution.outcomes), spec.against)
         findings = execution.findings.model_dump_json()
         report = render_report(plan, execution.findings, scripts=scripts, command=(
-            f"triagebot watch {settings.thread_url(job.repo, job.number)}"))
+            f"triagebot watch {settings.thread_url(job.repo, job.number)}"),
+            docs_url=settings.docs_url)
     else:
         findings, report = "{}", ""
     # The page shows the release's reading as a row of its own (judged without the
