@@ -38,6 +38,14 @@ def test_a_refused_configuration_is_flagged_stored_and_exits_1(tmp_path: Path) -
     history = History(default_url(tmp_path))
     assert [f.kind for f in history.flags("vllm-mtp-k1-standin-cpu")] == ["refused"]
     history.close()
+    # --show prints what the history holds, running nothing
+    shown = runner.invoke(app, ["sentinel", "--releases", "0.25.1", "--cases", "mtp",
+                                "--out", str(tmp_path), "--show"])
+    assert shown.exit_code == EXIT_NOT_REPRODUCED, shown.output
+    assert "| vllm-mtp-k1-standin-cpu (first measured) | - | - | - | - | - | **refused**: " \
+           "the cpu runner runs one process" in shown.stdout
+    assert "- vllm-mtp-k1-standin-cpu at 0.25.1: 0.25.1 refused the configuration" in (
+        shown.stdout)
 
 
 def test_bad_input_is_exit_2_with_the_reason(tmp_path: Path) -> None:

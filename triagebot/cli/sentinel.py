@@ -28,7 +28,8 @@ from triagebot.cli.base import (
 )
 
 if TYPE_CHECKING:
-    from triagebot.sentinel.models import SentinelCase
+    from triagebot.run.sentinel_steps import SentinelRound
+    from triagebot.sentinel.models import Flag, SentinelCase
 
 SENTINEL_HELP = "\n\n".join((
     "Measure the standing cases on each release: every case (a method at k, speculation "
@@ -67,6 +68,9 @@ def sentinel_command(
     out: Annotated[Path | None, typer.Option(
         "--out", help="Where the runs go (default ./triagebot-out/sentinel-...).")] = None,
     cache: Annotated[Path | None, typer.Option(help="Environment cache directory.")] = None,
+    show: Annotated[bool, typer.Option(
+        "--show", help="Print what the history holds for these cases and releases; run "
+                       "nothing.")] = False,
 ) -> None:
     from triagebot.repo_config import RepoConfig, RepoConfigError, parse_repo_config
     from triagebot.sentinel import cases as matrix
@@ -84,8 +88,11 @@ def sentinel_command(
     if margin is not None and not 0.5 <= margin <= 50:
         raise fail(EXIT_USAGE, "--margin is a percentage from 0.5 to 50")
     folder = out or Path("triagebot-out") / f"sentinel-{engine}-{runner}-{order[0]}-{order[-1]}"
-    flagged = _run(chosen, order, folder, db, cache, overrides or [],
-                   margin / 100 if margin is not None else section.margin(), as_json)
+    if show:
+        flagged = _show(chosen, order, db or _default_db(folder), folder, as_json)
+    else:
+        flagged = _run(chosen, order, folder, db, cache, overrides or [],
+                       margin / 100 if margin is not None else section.margin(), as_json)
     raise typer.Exit(EXIT_NOT_REPRODUCED if flagged else EXIT_OK)
 
 
@@ -111,8 +118,7 @@ def _run(cases: list[SentinelCase], order: list[str], folder: Path, db: str | No
     from triagebot.run.orchestrate import DEFAULT_CACHE
     from triagebot.run.sentinel_steps import SentinelContext, sentinel_releases
     from triagebot.run.watch_steps import WatchSettings
-    from triagebot.sentinel.history import History, default_url
-    from triagebot.sentinel.table import flag_list, release_table
+    from triagebot.sentinel.history import History
 
     err = console(stderr=True)
     try:
@@ -121,7 +127,7 @@ def _run(cases: list[SentinelCase], order: list[str], folder: Path, db: str | No
         raise fail(EXIT_USAGE, str(exc)) from None
     cache_dir = cache or DEFAULT_CACHE
     folder.mkdir(parents=True, exist_ok=True)
-    history = History(db or default_url(folder))
+    history = History(db or _default_db(folder))
     ctx = SentinelContext(settings=WatchSettings(out_dir=folder, cache_dir=cache_dir),
                           extra=extra, margin=margin)
     on_cpu = any(vllm_cpu.is_cpu_plan(c.engine, c.runner) for c in cases)
@@ -138,6 +144,40 @@ def _run(cases: list[SentinelCase], order: list[str], folder: Path, db: str | No
     rounds = sentinel_releases(ctx, cases, order, log=say, before=before,
                                on_figures=lambda fig, flags: history.record(fig, flags))
     drift = [f for c in cases for f in history.drift_flags(c.case_id, modes=c.modes)]
+    history.close()
+    return _print(rounds, drift, folder, as_json)
+
+
+def _default_db(folder: Path) -> str:
+    from triagebot.sentinel.history import default_url
+
+    return default_url(folder)
+
+
+def _show(cases: list[SentinelCase], order: list[str], db: str, folder: Path,
+          as_json: bool) -> bool:
+    """The tables, flags and change points the history holds; whether any flag."""
+    from triagebot.run.sentinel_steps import SentinelRound
+    from triagebot.sentinel.history import History
+
+    history = History(db)
+    ids = {c.case_id for c in cases}
+    rounds = []
+    for release in order:
+        held = [history.figures(c.case_id, release) for c in cases]
+        rounds.append(SentinelRound(
+            release=release, figures=[f for f in held if f is not None],
+            flags=[f for f in history.flags(release=release) if f.case_id in ids]))
+    drift = [f for c in cases for f in history.drift_flags(c.case_id, modes=c.modes)]
+    history.close()
+    return _print(rounds, drift, folder, as_json)
+
+
+def _print(rounds: list[SentinelRound], drift: list[Flag], folder: Path, as_json: bool) -> bool:
+    """Write sentinel.json and sentinel.md into `folder`, print one; whether any flag."""
+    from triagebot.sentinel.table import flag_list, release_table
+
+    folder.mkdir(parents=True, exist_ok=True)
     flags = [f for r in rounds for f in r.flags]
     (folder / "sentinel.json").write_text(json.dumps(
         {"rounds": [r.model_dump(mode="json") for r in rounds],
@@ -149,5 +189,4 @@ def _run(cases: list[SentinelCase], order: list[str], folder: Path, db: str | No
         text += flag_list(flags) + flag_list(drift, "Change points")
         (folder / "sentinel.md").write_text(text)
         sys.stdout.write(text)
-    history.close()
     return bool(flags or drift)
