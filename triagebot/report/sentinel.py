@@ -81,10 +81,13 @@ def acceptance_table(modes: Sequence[ModeFigures]) -> str:
     return "\n".join(lines)
 
 
-def reproduce(case: SentinelCase, releases: Sequence[str]) -> str:
+def reproduce(case: SentinelCase, releases: Sequence[str], source: str = "") -> str:
+    """The command, run in a checkout of the repository whose config holds the case."""
     words = ["triagebot", "sentinel", "--engine", case.engine, "--runner", case.runner,
-             "--releases", ",".join(releases), "--cases", case.case_id]
-    return f"```bash\n{shlex.join(words)}\n```"
+             "--releases", ",".join(releases), "--cases", case.case_id,
+             "--config", ".github/triagebot.toml"]
+    where = f"In a checkout of {inline(source, 140)}:\n\n" if source else ""
+    return f"{where}```bash\n{shlex.join(words)}\n```"
 
 
 def _bisect(row: TrackRow) -> str:
@@ -97,8 +100,8 @@ def _bisect(row: TrackRow) -> str:
 
 
 def issue_body(case: SentinelCase, flag: Flag, figures: CaseFigures,
-               rows: Sequence[TrackRow], *, command_name: str, marked_by: Sequence[str] = ()
-               ) -> str:
+               rows: Sequence[TrackRow], *, command_name: str, marked_by: Sequence[str] = (),
+               source: str = "") -> str:
     """The tracking issue's body: the regression, the latest figures, the releases."""
     latest = rows[-1] if rows else None
     modes = ", ".join(case.modes)
@@ -124,7 +127,7 @@ def issue_body(case: SentinelCase, flag: Flag, figures: CaseFigures,
     parts.append("\n".join(history))
     if latest is not None:
         parts += ["### Reproduce", reproduce(case, [latest.previous or latest.release,
-                                                    latest.release])]
+                                                    latest.release], source)]
     if marked_by:
         who = ", ".join(f"@{login}" for login in marked_by)
         parts.append(f"Marked **not a regression** by {who}; the sentinel counts it in its "

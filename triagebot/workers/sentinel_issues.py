@@ -154,7 +154,7 @@ def _open(ctx: TriageContext, gh: GitHubClient, rec: TrackRecord,
 def _body(ctx: TriageContext, rec: TrackRecord, case: SentinelCase, flag: Flag,
           figures: CaseFigures) -> str:
     return issue_body(case, flag, figures, rec.rows, command_name=ctx.settings.command_name,
-                      marked_by=rec.not_regression)
+                      marked_by=rec.not_regression, source=rec.source or rec.repo)
 
 
 def request_for(case: SentinelCase, release: str) -> ReproRequest:

@@ -34,15 +34,16 @@ FIGURES = CaseFigures(
 def test_the_body_holds_the_verdicts_acceptance_bisect_and_reproduce_block() -> None:
     rows = [TrackRow(release="0.32.0", previous="0.29.0", reason=FLAG.reason,
                      job_url="http://t/jobs/a", bisect_url="http://t/jobs/b")]
-    body = issue_body(CASE, FLAG, FIGURES, rows, command_name="triagebot")
+    body = issue_body(CASE, FLAG, FIGURES, rows, command_name="triagebot", source="o/r")
     assert "**vllm-mtp-k1-standin-cpu**" in body
     assert "speculation stopped paying" in body
     assert "| graph | 0.910x [0.880, 0.940] | DIFFERENT | 0.700x [0.660, 0.740] DIFFERENT " \
            "| DIVERGED |" in body
     assert "| eager | 0.62 [0.60, 0.64] | 0.63 | 0.62 |" in body
     assert "[bisect 0.29.0..0.32.0](http://t/jobs/b) (queued)" in body
-    assert ("triagebot sentinel --engine vllm --runner cpu --releases 0.29.0,0.32.0 "
-            "--cases vllm-mtp-k1-standin-cpu") in body
+    assert ("In a checkout of o/r:\n\n```bash\ntriagebot sentinel --engine vllm --runner cpu "
+            "--releases 0.29.0,0.32.0 --cases vllm-mtp-k1-standin-cpu --config "
+            ".github/triagebot.toml\n```") in body
     assert "`@triagebot not-a-regression`" in body
 
 
