@@ -40,7 +40,21 @@ def _real_secret(secret: SecretStr, what: str) -> SecretStr:
     return secret
 
 
-class Settings(BaseSettings):
+class ReleaseSettings(BaseSettings):
+    """The knobs of what follows new releases (watch, sentinel); `Settings` has them."""
+
+    watch_index: str = "https://pypi.org/simple"  # `@triagebot watch`'s PEP 691 feeds
+    watch_poll_s: float = Field(default=1800.0, gt=0)  # jittered; beat looks 4x as often
+    # key=value options added to every sentinel case a runner measures (`runs=8`, say).
+    sentinel_options: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
+    @field_validator("sentinel_options", mode="before")
+    @classmethod
+    def _split_options(cls, value: Any) -> Any:
+        return _csv(value)
+
+
+class Settings(ReleaseSettings):
     """Every knob of the service. Environment names are `TRIAGEBOT_` + the field in capitals."""
 
     model_config = SettingsConfigDict(env_prefix="TRIAGEBOT_", env_file=".env",
@@ -120,8 +134,6 @@ class Settings(BaseSettings):
     bisect_commits_wait_s: float = Field(default=300.0, gt=0)
     silence_limit_s: float = Field(default=600.0, gt=0)
     escalate: bool = True
-    watch_index: str = "https://pypi.org/simple"  # `@triagebot watch`'s PEP 691 feeds
-    watch_poll_s: float = Field(default=1800.0, gt=0)  # jittered; beat looks 4x as often
 
     @field_validator("webhook_secrets", "allowed_repos", "gpu_kinds", mode="before")
     @classmethod

@@ -43,3 +43,23 @@ def test_compare_answer_becomes_commits_with_their_prs() -> None:
                                  "url": "u", "files": ["vllm/spec_decode/x.py"]}], "o/r")
     assert c.pr_number == 123 and c.pr_url == "https://github.com/o/r/pull/123"
     assert c.files == ["vllm/spec_decode/x.py"]
+
+
+def test_a_sentinel_case_weighs_spec_decode_eagle_compilation_and_cudagraph_paths() -> None:
+    from triagebot.sentinel.models import SentinelCase
+    from triagebot.workers.sentinel_issues import request_for
+
+    case = SentinelCase(case_id="vllm-mtp-k1-x-h100", engine="vllm", model="org/Some-7B",
+                        method="mtp", k=1, modes=["eager", "graph"], workload="offline",
+                        runner="h100")
+    subject = subject_of(request_for(case, "0.21.0"))
+    commits = [
+        _c("a", "[Docs] typo", "docs/usage.md"),
+        _c("b", "[Misc] heads", "vllm/model_executor/models/llama_eagle3.py"),
+        _c("c", "[Misc] sampler", "vllm/v1/spec_decode/metadata.py"),
+        _c("d", "[Misc] passes", "vllm/compilation/fusion.py"),
+        _c("e", "[Misc] capture", "vllm/v1/worker/gpu/cudagraph_utils.py"),
+    ]
+    top = rank(commits, subject, top=5)
+    assert [r.commit.sha[0] for r in top if r.score > 0] == ["c", "b", "e", "d"]
+    assert top[-1].commit.sha[0] == "a" and top[-1].score == 0

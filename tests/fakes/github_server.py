@@ -708,6 +708,52 @@ class FakeGitHub:
             return _Reply(404, _message("Not Found"))
         return _Reply(200, self._issue_json(repo, issue))
 
+    def _r_list_issues(self, repo: _Repo, rest: list[str], query: dict[str, list[str]],
+                       *_: Any) -> _Reply:
+        """Open issues, newest first, filtered by `labels` (all of them) and `creator`;
+        one page of up to 100, as the sentinel's marker search reads them."""
+        wanted = [n for n in (query.get("labels") or [""])[0].split(",") if n]
+        creator = (query.get("creator") or [""])[0]
+        state = (query.get("state") or ["open"])[0]
+        items = [i for i in sorted(repo.issues.values(), key=lambda i: -i.number)
+                 if not i.is_pr and (state == "all" or i.state == state)
+                 and all(n in i.labels for n in wanted)
+                 and (not creator or i.author == creator)]
+        return _Reply(200, [self._issue_json(repo, i) for i in items[:100]])
+
+    def _r_create_issue(self, repo: _Repo, rest: list[str], _q: Any, body: Any,
+                        who: _Who) -> _Reply:
+        if not isinstance(body, dict) or not isinstance(body.get("title"), str) \
+                or not body["title"]:
+            return _Reply(422, _message("Validation Failed"))
+        text = body.get("body") or ""
+        if len(text) > 65536:
+            return _Reply(422, _message("Body is too long (maximum is 65536 characters)"))
+        with self._lock:
+            number = max([0, *repo.issues]) + 1
+            repo.issues[number] = _Issue(
+                next(self._ids), number, body["title"], text, who.login or "ghost",
+                who.user_type, False, None, None, repo.default_branch,
+                [str(n) for n in body.get("labels") or []], _now_iso())
+        return _Reply(201, self._issue_json(repo, repo.issues[number]))
+
+    def _r_edit_issue(self, repo: _Repo, rest: list[str], _q: Any, body: Any,
+                      who: _Who) -> _Reply:
+        issue = repo.issues.get(int(rest[1]))
+        if issue is None:
+            return _Reply(404, _message("Not Found"))
+        if isinstance(body, dict):
+            with self._lock:
+                issue.body = body.get("body", issue.body)
+                issue.title = body.get("title", issue.title)
+                issue.state = body.get("state", issue.state)
+        return _Reply(200, self._issue_json(repo, issue))
+
+    def issues(self, repo: str) -> list[Any]:
+        """The repository's issues (not pull requests), oldest first."""
+        with self._lock:
+            return [i for _, i in sorted(self._repo(repo).issues.items()) if not i.is_pr]
+
     def _r_pull(self, repo: _Repo, rest: list[str], *_: Any) -> _Reply:
         issue = repo.issues.get(int(rest[1]))
         if issue is None or not issue.is_pr:
@@ -960,6 +1006,9 @@ _BAD_JSON = object()
 _REPO_ROUTES: dict[tuple[str, tuple[str, ...]], str] = {
     ("GET", ()): "repo",
     ("GET", ("issues", "#")): "issue",
+    ("GET", ("issues",)): "list_issues",
+    ("POST", ("issues",)): "create_issue",
+    ("PATCH", ("issues", "#")): "edit_issue",
     ("GET", ("pulls", "#")): "pull",
     ("GET", ("issues", "#", "comments")): "list_comments",
     ("POST", ("issues", "#", "comments")): "create_comment",

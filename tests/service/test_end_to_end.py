@@ -74,14 +74,16 @@ def service(fake_github: FakeGitHub, namespace: str, tmp_path: Path,
                "store": JobStore(settings), "fake": fake_github}
 
 
-def deliver(service: dict[str, Any], body: str = COMMAND) -> tuple[int, httpx.Response]:
-    """Post `body` as maint's comment on the fake, and deliver GitHub's webhook for it."""
-    comment_id = service["fake"].add_comment(REPO, 42, body, "maint")
+def deliver(service: dict[str, Any], body: str = COMMAND,
+            number: int = 42) -> tuple[int, httpx.Response]:
+    """Post `body` as maint's comment on issue `number` of the fake, and deliver GitHub's
+    webhook for it."""
+    comment_id = service["fake"].add_comment(REPO, number, body, "maint")
     payload = json.loads((FIXTURES / "issue_comment.created.json").read_text())
     payload["comment"].update(id=comment_id, body=body)
     payload["comment"]["user"]["login"] = "maint"
     payload["sender"]["login"] = "maint"
-    payload["issue"]["number"] = 42
+    payload["issue"]["number"] = number
     payload["repository"]["full_name"] = REPO
     payload["installation"] = {"id": INSTALLATION_ID}
     raw = json.dumps(payload).encode()

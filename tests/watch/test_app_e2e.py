@@ -15,12 +15,9 @@ loses a row.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import random
 import re
-import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,12 +26,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.bisect.tiny_engine import REPORT, release_wheel
+from tests.bisect.tiny_engine import REPORT
+from tests.fakes.app_service import app_service, logs, restart_runner
 from tests.fakes.github_fixture import INSTALLATION_ID, REPO
 from tests.fakes.github_server import FakeGitHub
-from tests.fakes.redis_fixture import make_settings
-from tests.fakes.release_feed import ReleaseFeed, serve_feed
-from tests.fakes.services import Beat, Uvicorn, Worker, settings_env, wait_for
+from tests.fakes.release_feed import ReleaseFeed
+from tests.fakes.services import wait_for
 from tests.service.test_end_to_end import SECRET, deliver
 from triagebot.analyze.findings import analyze
 from triagebot.github.markers import has_marker
@@ -45,7 +42,6 @@ from triagebot.overrides import parse_overrides
 from triagebot.parse import parse_report
 from triagebot.plan import build_plan
 from triagebot.run_result import RunMeasurement, RunResult
-from triagebot.web.app import create_app
 from triagebot.web.signature import sign
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "webhooks"
@@ -57,41 +53,12 @@ SLOW = {"0.20.1": True, "0.21.0": True, "0.22.0": False, "0.22.1": True}
 @pytest.fixture
 def service(fake_github: FakeGitHub, namespace: str,
             tmp_path: Path) -> Iterator[dict[str, Any]]:
-    index = tmp_path / "index"
-    for version, slow in SLOW.items():
-        release_wheel(index, version, slow=slow)
-    with contextlib.ExitStack() as stack:
-        feed: ReleaseFeed = stack.enter_context(serve_feed())
-        settings = make_settings(
-            namespace, github_api_url=fake_github.base_url, app_id=fake_github.app_id,
-            app_private_key=fake_github.private_key_pem, webhook_secrets=[SECRET],
-            data_dir=tmp_path / "jobs", env_cache_dir=tmp_path / "envs", run_local=False,
-            gpu_kinds=["h100"], default_gpu="h100", public_url="http://triagebot.test",
-            bisect_find_links=index, watch_index=feed.url, watch_poll_s=1.0)
-        fake_github.add_issue(REPO, 42, "ngram slower than no speculation", REPORT,
-                              author="reporter")
-        fake_github.set_permission(REPO, "maint", "write")
-        fake_github.set_file(REPO, ".github/triagebot.toml", "[watch]\nstop_after_fixed = 3\n")
-        env = settings_env(settings, github=True)
-        triage = Worker("triage", env, tmp_path / "triage.log", f"triage-{namespace}@test")
-        gpu = [Worker("gpu-h100", settings_env(settings, github=False), tmp_path / "gpu.log",
-                      f"gpu-{namespace}@test")]
-        # Two beat schedulers, as a deployment started twice by mistake would run them.
-        beats = [Beat({**env, "TRIAGEBOT_DATA_DIR": str(tmp_path / f"beat{k}")},
-                      tmp_path / f"beat{k}.log") for k in range(2)]
-        stack.callback(triage.stop)
-        stack.callback(lambda: gpu[0].stop())
-        for b in beats:
-            stack.callback(b.stop)
-        web = stack.enter_context(Uvicorn(create_app(settings)))
-        yield {"settings": settings, "web": web, "triage": triage, "gpu": gpu, "fake":
-               fake_github, "store": JobStore(settings), "feed": feed, "tmp": tmp_path,
-               "watches": WatchStore(JobStore(settings).redis, namespace)}
-
-
-def logs(service: dict[str, Any]) -> str:
-    return (f"--- triage ---\n{service['triage'].tail()}\n"
-            f"--- gpu ---\n{service['gpu'][0].tail()}")
+    fake_github.add_issue(REPO, 42, "ngram slower than no speculation", REPORT,
+                          author="reporter")
+    with app_service(fake_github, namespace, tmp_path, gpu_kind="h100", slow=SLOW,
+                     config="[watch]\nstop_after_fixed = 3\n") as service:
+        service["watches"] = WatchStore(service["store"].redis, namespace)
+        yield service
 
 
 def reproduced_job(service: dict[str, Any]) -> JobRecord:
@@ -185,10 +152,7 @@ def test_a_watched_thread_hears_of_each_release_once(service: dict[str, Any]) ->
                                  if j.trigger.startswith("watch-0.22.0")
                                  and j.state == "running" and j.runs_done > 0), None),
                    300, "the 0.22.0 run to be under way", lambda: logs(service))
-    os.killpg(service["gpu"][0].proc.pid, signal.SIGKILL)
-    service["gpu"][0].stop()
-    service["gpu"][0] = Worker("gpu-h100", settings_env(service["settings"], github=False),
-                               service["tmp"] / "gpu2.log", f"gpu2-{uuid.uuid4().hex[:6]}@t")
+    restart_runner(service)
     rec = rows(service, 2)
     assert [(r.release, r.state) for r in rec.rows][-1] == ("0.22.0", "fixed"), rec.rows
     changed = wait_for(lambda: bot(service, "watchstate=0.22.0"), 60, "the change comment")

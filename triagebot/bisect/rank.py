@@ -17,8 +17,10 @@ from pydantic import Field
 from triagebot.frozen import Frozen
 from triagebot.request_model import ReproRequest
 
+# EAGLE's proposer and heads live in files named for it (`*eagle*`) whichever method a
+# report names: EAGLE-3 and MTP run through the same proposer.
 _SPEC_PATHS = ("spec_decode", "speculative", "rejection_sampler", "spec_decoding",
-               "draft", "proposer")
+               "draft", "proposer", "eagle")
 _GRAPH_PATHS = ("cudagraph", "cuda_graph", "compilation", "compile", "inductor",
                 "piecewise")
 _GENERIC_MODEL_WORDS = {"instruct", "chat", "base", "hf", "it", "fp8", "awq", "gptq",

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from triagebot.commands import bisect as bisect_command
-from triagebot.commands import cancel, repro, status, watch
+from triagebot.commands import cancel, not_regression, repro, status, watch
 from triagebot.commands import help as help_command
 from triagebot.commands.base import (
     Command,
@@ -54,7 +54,8 @@ __all__ = [
 
 COMMANDS: dict[str, CommandSpec] = {
     spec.name: spec for spec in (repro.SPEC, bisect_command.SPEC, help_command.SPEC,
-                                 cancel.SPEC, status.SPEC, watch.SPEC, watch.UNWATCH)
+                                 cancel.SPEC, status.SPEC, watch.SPEC, watch.UNWATCH,
+                                 not_regression.SPEC)
 }
 
 MAX_COMMANDS = 5

@@ -13,7 +13,8 @@ from typing import Literal
 from triagebot.frozen import Frozen
 from triagebot.overrides import ReproOptions
 
-CommandName = Literal["repro", "help", "cancel", "status", "bisect", "watch", "unwatch"]
+CommandName = Literal["repro", "help", "cancel", "status", "bisect", "watch", "unwatch",
+                      "not-a-regression"]
 
 
 class Position(Frozen):

@@ -12,7 +12,16 @@ import logging
 from collections.abc import Callable, Sequence
 
 from triagebot.commands import Command, CommandError
-from triagebot.decisions import bisect, cancel, help, repro, status, strangers, watch
+from triagebot.decisions import (
+    bisect,
+    cancel,
+    help,
+    not_regression,
+    repro,
+    status,
+    strangers,
+    watch,
+)
 from triagebot.decisions import replies as words
 from triagebot.decisions.actions import Action, CancelJobs, React, Reply
 from triagebot.decisions.facts import Facts
@@ -23,6 +32,7 @@ DECIDERS: dict[str, Callable[[Command, Facts], list[Action]]] = {
     "help": help.decide, "status": status.decide, "cancel": cancel.decide,
     "repro": repro.decide, "bisect": bisect.decide,
     "watch": watch.decide, "unwatch": watch.decide_unwatch,
+    "not-a-regression": not_regression.decide,
 }
 
 

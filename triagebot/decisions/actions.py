@@ -78,7 +78,17 @@ class StopWatch:
     number: int
 
 
-Action = Reply | Refuse | React | StartJob | CancelJobs | StartWatch | StopWatch
+@dataclass(frozen=True)
+class MarkNotRegression:
+    """The sentinel tracking issue `repo#number` is no regression, says `by`."""
+
+    repo: str
+    number: int
+    by: str
+
+
+Action = (Reply | Refuse | React | StartJob | CancelJobs | StartWatch | StopWatch
+          | MarkNotRegression)
 
 
 @dataclass(frozen=True)

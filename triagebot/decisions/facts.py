@@ -26,6 +26,14 @@ class WatchFacts:
 
 
 @dataclass(frozen=True)
+class SentinelFacts:
+    """What `not-a-regression` reads: the thread's sentinel tracking record, if any."""
+
+    case_id: str = ""
+    kind: str = ""
+
+
+@dataclass(frozen=True)
 class Facts:
     event: ThreadEvent
     command_name: str
@@ -48,6 +56,7 @@ class Facts:
     # The sender has a role here (triage or more, or may run): else a stranger.
     may_talk: bool = True
     watch: WatchFacts = WatchFacts()
+    sentinel: SentinelFacts = SentinelFacts()
 
     @property
     def fallback_gpu(self) -> str:

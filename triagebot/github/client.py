@@ -17,7 +17,7 @@ from typing import Any
 from github.ContentFile import ContentFile
 from pydantic import BaseModel, ConfigDict
 
-from triagebot.github import comments, thread
+from triagebot.github import comments, issues, thread
 from triagebot.github.auth import TEAM_PERMISSIONS, InstallationConnector, TokenConnector
 from triagebot.github.calls import Calls, Connector, RetryPolicy, WriteTurns
 from triagebot.github.compare import commit_files as read_commit_files
@@ -195,6 +195,21 @@ class GitHubClient:
         repeated blindly. Returns the comment id."""
         return comments.upsert_comment(self._calls, _repo(repo), _number(number), key, body,
                                        self._settings.bot_login, comment_id)
+
+    def open_issue(self, repo: str, title: str, key: str, body: str, label: str) -> int:
+        """Open an issue whose body opens with marker(key), labelled `label`; a POST
+        that may have landed is looked for before another. Returns its number."""
+        return issues.open_issue(self._calls, _repo(repo), title[:256], key, body, label,
+                                 self._settings.bot_login)
+
+    def find_issue(self, repo: str, label: str, key: str) -> int | None:
+        """Our open issue labelled `label` whose body carries marker(key), if any."""
+        return issues.find_issue(self._calls, _repo(repo), label, key,
+                                 self._settings.bot_login)
+
+    def edit_issue_body(self, repo: str, number: int, key: str, body: str) -> None:
+        """Rewrite the body of an issue the App opened (its marker stays first)."""
+        issues.edit_body(self._calls, _repo(repo), _number(number), key, body)
 
     def react(self, repo: str, comment_id: int, content: str) -> None:
         """Add a reaction to an issue comment; adding the same one twice is harmless, and

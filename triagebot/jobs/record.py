@@ -118,6 +118,9 @@ class JobRecord(BaseModel):
     # A watch run: the release it measures and against which
     # (triagebot.watch.models.WatchRunSpec, JSON).
     watch: str | None = None
+    # A sentinel run: the release, the one it is measured against and the cases
+    # (triagebot.workers.sentinel_runner.SentinelRunSpec, JSON).
+    sentinel: str | None = None
 
     @property
     def terminal(self) -> bool:

@@ -16,6 +16,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from triagebot.jobs.record import JOB_ID_CHARS, JobError, JobRecord
+from triagebot.jobs.sentinels import SentinelStore, false_positive_rate
 from triagebot.links import may_view
 from triagebot.plan_model import Plan
 from triagebot.web.deps import service_of
@@ -78,12 +79,28 @@ def _view(service: Service, record: JobRecord, report: str | None) -> JobView:
     return job_view(record, plan, stored, findings, report)
 
 
+def _sentinel_rate(service: Service, record: JobRecord) -> dict[str, Any] | None:
+    """For a sentinel run (or a bisect it started): the sentinel's flags, how many of
+    them maintainers marked `not-a-regression`, and the observed false-positive rate."""
+    if record.sentinel is None and not record.trigger.startswith("sentinel-"):
+        return None
+    try:
+        flags, marked = SentinelStore(service.jobs.redis,
+                                      service.settings.namespace).counts()
+    except redis.RedisError:
+        return None
+    rate = false_positive_rate(flags, marked)
+    return {"flags": flags, "not_a_regression": marked,
+            "false_positive_rate": None if rate is None else round(rate, 4)}
+
+
 # The JSON route is declared first: `{job_id}` alone would also match `<id>.json`.
 @router.get("/jobs/{job_id}.json")
 def job_json(request: Request, job_id: str, key: str | None = None) -> JSONResponse:
     record, report, ahead = _load(service_of(request), job_id, key)
     data: dict[str, Any] = record.model_dump(mode="json")
-    data.update(report=report, queued_ahead=ahead)
+    data.update(report=report, queued_ahead=ahead,
+                sentinel=_sentinel_rate(service_of(request), record))
     return JSONResponse(data, headers={"Cache-Control": "no-store"})
 
 
@@ -91,10 +108,13 @@ def job_json(request: Request, job_id: str, key: str | None = None) -> JSONRespo
 def job_page(request: Request, job_id: str, key: str | None = None) -> HTMLResponse:
     service = service_of(request)
     record, report, ahead = _load(service, job_id, key)
+    thread_url = (service.settings.thread_url(record.repo, record.number, record.is_pr)
+                  if record.number else service.settings.thread_url(record.repo, 0)
+                  .rsplit("/", 2)[0])
     html = templates.get_template("job.html").render(
         job=record, view=_view(service, record, report), queued_ahead=ahead,
-        refresh_s=REFRESH_S,
-        thread_url=service.settings.thread_url(record.repo, record.number, record.is_pr),
+        refresh_s=REFRESH_S, thread_url=thread_url,
+        sentinel=_sentinel_rate(service, record),
         eta=duration(record.eta_s), created=_when(record.created_at),
         started=_when(record.started_at), finished=_when(record.finished_at))
     return HTMLResponse(html, headers=HEADERS)

@@ -31,6 +31,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from triagebot.jobs.deliveries import DeliveryLog
+from triagebot.jobs.sentinels import SentinelStore
 from triagebot.jobs.store import CELL_BUCKETS, JobStore
 from triagebot.jobs.watches import WatchStore
 from triagebot.settings import Settings
@@ -116,6 +117,21 @@ class RedisCollector(Collector):
         for (package, error), count in sorted(watches.feed_errors().items()):
             feeds.add_metric([package, error], count)
         yield feeds
+
+        flags, marked = SentinelStore(store.redis, self.settings.namespace).counts()
+        flagged = CounterMetricFamily("triagebot_sentinel_flags",
+                                      "Sentinel flags (case, kind, release), counted once")
+        flagged.add_metric([], flags)
+        yield flagged
+        answered = CounterMetricFamily("triagebot_sentinel_not_a_regression",
+                                       "Sentinel flags maintainers marked not-a-regression")
+        answered.add_metric([], marked)
+        yield answered
+        rate = GaugeMetricFamily("triagebot_sentinel_false_positive_rate",
+                                 "Observed false-positive rate of the sentinel: "
+                                 "not-a-regression marks over flags (0 before any flag)")
+        rate.add_metric([], marked / flags if flags else 0.0)
+        yield rate
 
         max_age = self.settings.worker_heartbeat_max_age_s
         alive = sum(1 for age in store.counters.workers().values() if age <= max_age)

@@ -28,6 +28,7 @@ from triagebot.settings import Settings
 from triagebot.workers import task_queues
 from triagebot.workers.runner_bisect import run_bisect_job
 from triagebot.workers.runner_watch import run_watch_job
+from triagebot.workers.sentinel_runner import run_sentinel_job
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,9 @@ class JobRunner:
                 stop = _Stop(self.store, id_, lost.is_set)
                 if job.bisect is not None:
                     run_bisect_job(self, id_, job, stop)
+                    return "ran"
+                if job.sentinel is not None:
+                    run_sentinel_job(self, id_, job, stop, self._progress(id_))
                     return "ran"
                 if job.watch is not None:
                     run_watch_job(self, id_, job, StoredSlots(self.store, id_, token), stop,

@@ -29,9 +29,10 @@ from triagebot.jobs.deliveries import DeliveryLog, FailedEvent
 from triagebot.jobs.store import JobStore
 from triagebot.run.shutdown import run_until_stopped
 from triagebot.settings import Settings, SettingsError
-from triagebot.workers import task_queues, watch
+from triagebot.workers import sentinel, task_queues, watch
 from triagebot.workers.retry_policy import MAX_FAILURES, next_try
 from triagebot.workers.runner import JobRunner
+from triagebot.workers.sentinel_issues import TrackBusy
 from triagebot.workers.triage import TRANSIENT, CommentBusy, Triage
 from triagebot.workers.write_turns import installation_client
 
@@ -155,7 +156,7 @@ def register(app: Celery) -> None:
     def publish(self: Task, job_id: str, waits: int = 0) -> None:
         try:
             triage().publish(job_id)
-        except CommentBusy as exc:
+        except (CommentBusy, TrackBusy) as exc:
             raise self.retry(exc=exc, countdown=2, args=[job_id], kwargs={"waits": waits},
                              max_retries=self.request.retries + 1) from None
         except TRANSIENT as exc:
@@ -194,12 +195,16 @@ def register(app: Celery) -> None:
     @app.task(name=task_queues.WATCH_POLL, acks_late=True)
     def watch_poll() -> int:
         # A tick that fails is logged and the next one tries again; claims make a
-        # repeated or concurrent tick queue nothing twice.
-        try:
-            return watch.poll(triage().ctx)
-        except TRANSIENT as exc:
-            log.warning("%s: %s; the next tick tries again", task_queues.WATCH_POLL, exc)
-            return 0
+        # repeated or concurrent tick queue nothing twice. The sentinel's runs are
+        # queued from the same feeds, each part on its own poll gate.
+        queued = 0
+        for name, part in (("watch", watch.poll), ("sentinel", sentinel.poll)):
+            try:
+                queued += part(triage().ctx)
+            except TRANSIENT as exc:
+                log.warning("%s (%s): %s; the next tick tries again",
+                            task_queues.WATCH_POLL, name, exc)
+        return queued
 
     @app.task(name=task_queues.CANARY)
     def canary(token: str) -> str:

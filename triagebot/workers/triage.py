@@ -26,6 +26,7 @@ from triagebot.decisions import triage as auto_triage
 from triagebot.decisions.actions import (
     Action,
     CancelJobs,
+    MarkNotRegression,
     React,
     Refuse,
     Reply,
@@ -41,7 +42,7 @@ from triagebot.jobs.store import JobStore, text_of
 from triagebot.parse import parse_report
 from triagebot.repo_config import CONFIG_PATH
 from triagebot.settings import Settings
-from triagebot.workers import triage_jobs, watch
+from triagebot.workers import sentinel, sentinel_issues, triage_jobs, watch
 from triagebot.workers.triage_facts import (
     GitHubFactory,
     TriageContext,
@@ -69,6 +70,18 @@ def reply_key(event: ThreadEvent) -> str:
         return str(event.comment.id)
     edit = f"{event.comment.previous_body or ''}\x00{event.comment.body}"
     return f"{event.comment.id}.{hashlib.sha256(edit.encode()).hexdigest()[:12]}"
+
+
+def follow_releases(ctx: TriageContext, event: ThreadEvent,
+                    action: StartWatch | StopWatch | MarkNotRegression) -> str | None:
+    """The actions that follow a thread across releases: its watch, and a sentinel
+    tracking issue's answer; returns the action's section of the reply, if any."""
+    if isinstance(action, StartWatch):
+        return watch.start(ctx, action, event.author.login, event.sender.login)
+    if isinstance(action, StopWatch):
+        watch.stop(ctx, action.repo, action.number)
+        return None
+    return sentinel_issues.mark_not_regression(ctx, action.repo, action.number, action.by)
 
 
 class Triage:
@@ -190,11 +203,8 @@ class Triage:
         if isinstance(action, CancelJobs):
             triage_jobs.cancel(self.ctx, action.ids, event.sender.login, action.reason)
             return None
-        if isinstance(action, StartWatch):
-            return watch.start(self.ctx, action, event.author.login, event.sender.login)
-        if isinstance(action, StopWatch):
-            watch.stop(self.ctx, action.repo, action.number)
-            return None
+        if isinstance(action, StartWatch | StopWatch | MarkNotRegression):
+            return follow_releases(self.ctx, event, action)
         busy = triage_jobs.start(self.ctx, gh, action)
         if busy is None:
             reactions.append("+1")
@@ -244,6 +254,7 @@ class Triage:
             # Nobody invoked us: a broken config stays silent on auto-triage.
             log.warning("invalid %s in %s: %s", CONFIG_PATH, event.repo, "; ".join(problems))
             return
+        sentinel.enrol(self.ctx, event.repo, event.installation_id, config)
         if not auto_triage.reads_thread(event, config):
             return
         thread = gh.read_thread(event.repo, event.number)

@@ -12,12 +12,13 @@ from celery import Celery
 
 from triagebot import links
 from triagebot.decisions import rules
-from triagebot.decisions.facts import Facts, WatchFacts
+from triagebot.decisions.facts import Facts, SentinelFacts, WatchFacts
 from triagebot.decisions.watch import reproduced_job
 from triagebot.github.client import GitHubClient
 from triagebot.github.events import Actor, ThreadEvent
 from triagebot.github.models import Thread
 from triagebot.jobs.record import JobRecord
+from triagebot.jobs.sentinels import SentinelStore
 from triagebot.jobs.store import JobStore, text_of, utc_day
 from triagebot.jobs.watches import WatchStore
 from triagebot.repo_config import CONFIG_PATH, RepoConfig, RepoConfigError, parse_repo_config
@@ -117,6 +118,8 @@ def facts_for(ctx: TriageContext, gh: GitHubClient, event: ThreadEvent, config: 
               command_names: set[str], thread: Thread | None = None) -> Facts:
     """Only what the named commands read: no GitHub call a comment does not need."""
     settings, store = ctx.settings, ctx.store
+    if config.sentinel.auto:  # the sentinel follows the repo from its first command on
+        SentinelStore(store.redis, settings.namespace).enrol(event.repo, event.installation_id)
     may_talk, may_run = standing(ctx, gh, event.repo, event.sender.login, config)
     # An edit's repro or bisect may replace the job the comment started.
     edit_starts = event.action == "edited" and bool(command_names & {"repro", "bisect"})
@@ -132,7 +135,15 @@ def facts_for(ctx: TriageContext, gh: GitHubClient, event: ThreadEvent, config: 
         thread=thread, gpu_kinds=tuple(settings.gpu_kinds),
         gpu_seconds_used=store.counters.gpu_seconds_today(event.repo) if repro else 0.0,
         id_key=settings.link_key, default_gpu=settings.default_gpu, may_talk=may_talk,
-        watch=watch_facts(ctx, event.repo, event.number, jobs) if watching else WatchFacts())
+        watch=watch_facts(ctx, event.repo, event.number, jobs) if watching else WatchFacts(),
+        sentinel=sentinel_facts(ctx, event.repo, event.number)
+        if "not-a-regression" in command_names else SentinelFacts())
+
+
+def sentinel_facts(ctx: TriageContext, repo: str, number: int) -> SentinelFacts:
+    """The thread's sentinel tracking record, if it is a tracking issue."""
+    rec = SentinelStore(ctx.store.redis, ctx.settings.namespace).track_of_issue(repo, number)
+    return SentinelFacts(case_id=rec.case_id, kind=rec.kind) if rec else SentinelFacts()
 
 
 def watch_facts(ctx: TriageContext, repo: str, number: int,

@@ -16,7 +16,7 @@ from triagebot.decisions.actions import StartJob
 from triagebot.github.client import GitHubClient
 from triagebot.jobs.record import JobRecord
 from triagebot.plan_model import Plan
-from triagebot.workers import task_queues, watch
+from triagebot.workers import sentinel, task_queues, watch
 from triagebot.workers.triage_bisect import answer_commits, report_with_candidates
 from triagebot.workers.triage_facts import TriageContext, repo_config, runner_live
 
@@ -119,8 +119,10 @@ def progress(ctx: TriageContext, id_: str) -> None:
     """Edit the job's comment with where it stands, at most once per interval."""
     store = ctx.store
     job = store.get(id_)
-    # A watch run has no comment of its own: its thread hears when it ends.
-    if job is None or job.terminal or job.watch is not None or not _progress_due(ctx, job):
+    # A watch or sentinel run has no comment of its own: its thread (a tracking issue)
+    # hears when it ends.
+    if job is None or job.terminal or job.watch is not None or job.sentinel is not None \
+            or not _progress_due(ctx, job):
         return
     with _comment_lock(ctx, id_):
         job = store.get(id_)
@@ -161,6 +163,10 @@ def publish(ctx: TriageContext, id_: str) -> None:
     if job.watch is not None:
         with _comment_lock(ctx, id_):
             watch.publish_run(ctx, store.require(id_))
+        return
+    if job.sentinel is not None:
+        with _comment_lock(ctx, id_):
+            sentinel.publish_run(ctx, store.require(id_))
         return
     with _comment_lock(ctx, id_):
         job = store.get(id_)
