@@ -23,6 +23,7 @@ import redis
 from pydantic import Field
 
 from triagebot.frozen import Frozen
+from triagebot.jobs.optimistic import update_record
 from triagebot.jobs.store_keys import text_of
 from triagebot.report.sentinel import TrackRow
 from triagebot.sentinel.models import FlagKind
@@ -124,21 +125,7 @@ class SentinelStore:
     def update_track(self, repo: str, case_id: str, kind: str,
                      change: Callable[[TrackRecord], TrackRecord]) -> TrackRecord | None:
         """Read, change, write under WATCH: a concurrent writer makes this one retry."""
-        key = self._track(repo, case_id, kind)
-        while True:
-            with self.r.pipeline() as pipe:
-                try:
-                    pipe.watch(key)
-                    raw = pipe.get(key)
-                    if not raw:
-                        return None
-                    new = change(TrackRecord.model_validate_json(raw))
-                    pipe.multi()
-                    pipe.set(key, new.model_dump_json())
-                    pipe.execute()
-                    return new
-                except redis.WatchError:
-                    continue
+        return update_record(self.r, self._track(repo, case_id, kind), TrackRecord, change)
 
     def name_issue(self, record: TrackRecord, number: int) -> None:
         """The tracking issue exists: its thread finds the record (for the command)."""

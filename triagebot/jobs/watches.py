@@ -19,6 +19,7 @@ import redis
 from pydantic import Field
 
 from triagebot.frozen import Frozen
+from triagebot.jobs.optimistic import update_record
 from triagebot.jobs.store_keys import text_of
 from triagebot.watch.models import Direction, WatchRow
 
@@ -194,18 +195,4 @@ class WatchStore:
     def _update(self, thread: str, change: Callable[[WatchRecord], WatchRecord]
                 ) -> WatchRecord | None:
         """Read, change, write under WATCH: a concurrent writer makes this one retry."""
-        key = self._key(thread)
-        while True:
-            with self.r.pipeline() as pipe:
-                try:
-                    pipe.watch(key)
-                    raw = pipe.get(key)
-                    if not raw:
-                        return None
-                    new = change(WatchRecord.model_validate_json(raw))
-                    pipe.multi()
-                    pipe.set(key, new.model_dump_json())
-                    pipe.execute()
-                    return new
-                except redis.WatchError:
-                    continue
+        return update_record(self.r, self._key(thread), WatchRecord, change)
