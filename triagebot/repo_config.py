@@ -51,6 +51,7 @@ nightly_index = "https://wheels.vllm.ai/nightly"
 database = "sqlite:////var/lib/triagebot/sentinel.db"  # or postgresql+psycopg://...
 tracking_repo = "my-org/perf-tracking"  # where regressions are tracked; absent: this repo
 margin_pct = 5      # a ratio of ratios further below 1 than this is a flag; runners = ["cpu"]
+nightly_index = "https://wheels.vllm.ai/nightly"  # also each nightly; absent: releases only
 [[sentinel.cases]]  # absent: every method the engine ships, eager and graph
 method = "mtp"      # with k, modes, model ("standin"), draft, workload, runner, engine
 ```
@@ -266,12 +267,11 @@ class LabelsConfig(Frozen):
 
 
 class BisectConfig(Frozen):
-    # Without it a bisect stops at releases (and nightlies) and ranks the commits there.
-    commit_index: CommitIndex | None = None
+    commit_index: CommitIndex | None = None  # absent: it stops at nightlies, ranks commits
 
 
 def check_index(url: str) -> str:
-    """`url` (a `[watch] nightly_index`) when it is an http(s) URL of a package index with
+    """`url` (a `nightly_index`) when it is an http(s) URL of a package index with
     no {...} field; otherwise a ValueError that says what to write."""
     if len(url) > TEMPLATE_MAX or "{" in url or not _URL.match(url):
         raise ValueError("not an http(s) URL of a package index (PEP 691 / 503 simple API), "
@@ -330,6 +330,7 @@ class SentinelConfig(Frozen):
         _TEAM, "not a repository: write OWNER/NAME")] | None = None
     margin_pct: StrictFloat = Field(default=5.0, ge=0.5, le=50.0)
     runner_minutes_per_day: StrictInt = Field(default=240, ge=1, le=_DAY_MINUTES_MAX)
+    nightly_index: Annotated[str, AfterValidator(check_index)] | None = None  # nightlies too
 
     def margin(self) -> float:
         return self.margin_pct / 100.0

@@ -94,7 +94,8 @@ def poll(ctx: TriageContext, client: httpx.Client | None = None) -> int:
                     log.warning("sentinel %s: no release feed for %s on %s: %s", repo,
                                 engine, runner, exc)
                     continue
-                releases = feeds.releases(ctx.settings.watch_index, package)
+                releases = feeds.with_nightlies(ctx.settings.watch_index, package,
+                                                config.sentinel.nightly_index or "")
                 queued += advance(ctx, repo, installation, config, cases, releases)
     return queued
 
@@ -120,9 +121,11 @@ def advance(ctx: TriageContext, repo: str, installation: int | None, config: Rep
                  "%d) are spent; %s waits", repo, cap, pending[0].version)
         return 0
     release = pending[0]
+    nightly = "dev" in release.version  # installed from the index it was listed in
     spec = SentinelRunSpec(engine=engine, runner=runner, release=release.version,
                            previous=last, date=release.date, cases=cases,
-                           margin=config.sentinel.margin())
+                           margin=config.sentinel.margin(),
+                           index=(config.sentinel.nightly_index or "") if nightly else "")
     # Exactly once without a claim of its own: the job's id is made from what it runs,
     # so a second caller (a repeated tick, a second beat) finds the same job, and
     # `queue` sends it once; a caller that died before sending leaves it to the next.

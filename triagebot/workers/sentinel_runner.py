@@ -42,6 +42,7 @@ class SentinelRunSpec(Frozen):
     date: str = ""
     cases: list[SentinelCase] = Field(min_length=1)
     margin: float = Field(default=0.05, gt=0.0, le=0.5)
+    index: str = ""  # the package index a nightly `release` installs from
 
 
 class SentinelHost(Protocol):
@@ -102,7 +103,8 @@ def installed(settings: Settings, spec: SentinelRunSpec) -> CaseFigures | None:
     for release in (spec.previous, spec.release):
         try:
             provision(spec.engine, release, cache_dir=settings.env_cache_dir, local=False,
-                      find_links=settings.bisect_find_links)
+                      find_links=settings.bisect_find_links,
+                      nightly_index=spec.index if "dev" in release else None)
         except ProvisionError as exc:
             if release != spec.release:
                 raise

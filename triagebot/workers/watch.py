@@ -177,12 +177,8 @@ def _releases(ctx: TriageContext, feeds: Feeds, rec: WatchRecord, config: WatchC
     except BisectError as exc:
         log.warning("watch %s: no release feed: %s", rec.thread, exc)
         return [], ""
-    found = list(feeds.releases(ctx.settings.watch_index, package))
-    index = ""
-    if config.nightlies:
-        index = config.nightly_index or ctx.settings.watch_index
-        found += feeds.releases(index, envs.nightly_package_for(package), nightlies=True)
-    return found, index
+    index = (config.nightly_index or ctx.settings.watch_index) if config.nightlies else ""
+    return feeds.with_nightlies(ctx.settings.watch_index, package, index), index
 
 
 def _advance(ctx: TriageContext, watches: WatchStore, rec: WatchRecord, feeds: Feeds,

@@ -15,6 +15,7 @@ import random
 
 import httpx
 
+from triagebot.bisect import envs
 from triagebot.frozen import Frozen
 from triagebot.jobs.watches import WatchStore
 from triagebot.watch.feed import ACCEPT_ANY, FeedError, Release, parse_feed, parse_simple_html
@@ -102,3 +103,12 @@ class Feeds:
                 self.watches.save_feed(key, polled.state.model_dump_json())
             self.read[url] = polled.state.releases
         return self.read[url]
+
+    def with_nightlies(self, index: str, package: str, nightly_index: str) -> list[Release]:
+        """The package's releases, and its nightlies from `nightly_index` where one is
+        named ("" for none): what a watch or the sentinel follows."""
+        found = list(self.releases(index, package))
+        if nightly_index:
+            found += self.releases(nightly_index, envs.nightly_package_for(package),
+                                   nightlies=True)
+        return found
