@@ -128,7 +128,8 @@ class JobRecord(BaseModel):
 
     @property
     def thread(self) -> str:
-        return f"{self.repo}#{self.number}"
+        # A job of the repository itself (a sentinel run) has no thread: its number is 0.
+        return f"{self.repo}#{self.number}" if self.number else self.repo
 
 
 class Created(BaseModel):

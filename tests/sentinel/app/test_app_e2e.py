@@ -161,6 +161,7 @@ def test_a_flagged_case_is_tracked_once(service: dict[str, Any]) -> None:
     assert f"triagebot_sentinel_false_positive_rate {2 / flags}" in metrics
     page = httpx.get(f"{service['web'].url}/jobs/{job.id}", timeout=10).text
     assert f"2 of {flags} flags marked not-a-regression" in page, page
+    assert f"{REPO}#0" not in page  # a run of the repository, not of a thread
 
     # Two beats ticked all along: one run per release, one issue per flag kind.
     triggers = sorted(j.trigger for j in runs(service))
