@@ -271,3 +271,20 @@ def test_a_random_head_on_the_cpu_runner_does_not_reproduce_an_acceptance_drop()
     assert "random weights" in f.outcome_reason
     assert f.collapse == [] and all(h.source != "collapse" for h in f.hints)
     assert f.never_engaged == []
+
+
+def test_where_two_comparisons_decide_the_reason_names_the_one_the_headline_leads_with(
+        ) -> None:
+    # The demo's case, with speculation slower under eager too: both main comparisons
+    # are DIFFERENT below 1, and the report's claim is about graph.
+    plan, results = load_fixture("cpu_demo")
+    spec_eager = next(c.cell_id for c in plan.cells
+                      if c.spec is not None and c.enforce_eager and "A/A" not in c.label)
+    slowed = {cid: [r.model_copy(update={"runs": [
+        m.model_copy(update={"tok_s": m.tok_s * 0.5}) for m in r.runs]})
+        for r in rounds] if cid == spec_eager else rounds for cid, rounds in results.items()}
+    f = analyze(plan, slowed, request=request_for("cpu_demo"))
+    slower = [c.name for c in f.comparisons if c.main and c.result.verdict == "DIFFERENT"
+              and (c.result.ratio or 1) < 1]
+    assert len(slower) == 2 and f.key_comparison == "spec/no_spec @ graph"
+    assert f.outcome_reason.startswith("spec/no_spec @ graph is DIFFERENT below 1")

@@ -187,15 +187,15 @@ def analyze(
                               gpus_needed=gpus) if request is not None else None)
     engaged = never_engaged(plan, results, cells, comparisons,
                             steady=unsteady_pair(comparisons) is None)
-    measured, why = decide_outcome(request, comparisons, cells, collapse, against, plan,
-                                   engaged)
     claims = key_claims(request, comparisons, against)
-    signal = decision_signal(request, measured, comparisons, claims, plan, engaged)
-    conclusion = conclude(plan, measured, why, signal, engaged, comparisons)
     # The comparison the headline leads with: the reporter's key claim, else the first main.
     asked = [c.name for c in comparisons if c.main]
     key = next((c.comparison for c in claims if c.comparison in asked),
                asked[0] if asked else "")
+    measured, why = decide_outcome(request, comparisons, cells, collapse, against, plan,
+                                   engaged, key)
+    signal = decision_signal(request, measured, comparisons, claims, plan, engaged)
+    conclusion = conclude(plan, measured, why, signal, engaged, comparisons)
     notes = list(plan.notes) + _run_notes(plan, results) + mtp_notes(plan, results)
     if band.source == "default":
         notes.append(f"A/A pair: {band.note}")

@@ -124,9 +124,12 @@ def decide_outcome(
     against: AgainstReport | None,
     plan: Plan,
     engaged: Sequence[NeverEngaged] = (),
+    lead: str = "",
 ) -> tuple[Outcome, str]:
     """What the runs say, by the outcome rule of `findings`' docstring, with the reason
-    that decided it (`conclude` then applies what the plan and the A/A pair allow)."""
+    that decided it (`conclude` then applies what the plan and the A/A pair allow).
+    `lead` is the comparison the headline leads with: where several decide it, the
+    reason names that one, so the first screen speaks of one comparison."""
     symptom = request.symptom if request else None
     failed = _failed_main_cells(plan, comparisons, cells)
     crashed = [c for c in cells.values() if c.status in FAILED_STATUSES]
@@ -154,7 +157,7 @@ def decide_outcome(
     stalled = _engagement_outcome(symptom, engaged)
     if stalled is not None:
         return stalled
-    return _outcome_from_symptom(symptom, comparisons, cells, collapse)
+    return _outcome_from_symptom(symptom, comparisons, cells, collapse, lead)
 
 
 # Cases in which no draft token was accepted: an acceptance drop as far as it can go.
@@ -179,11 +182,12 @@ def engaged_words(engaged: Sequence[NeverEngaged]) -> str:
 
 def _outcome_from_symptom(
     symptom: str | None, comparisons: Sequence[ComparisonFinding],
-    cells: Mapping[str, CellFinding], collapse: Sequence[CollapseFlag],
+    cells: Mapping[str, CellFinding], collapse: Sequence[CollapseFlag], lead: str = "",
 ) -> tuple[Outcome, str]:
     main = [c for c in comparisons if c.main]
     if symptom in ("spec_slower_than_baseline", "graph_slower_than_eager"):
-        slower = [c for c in main if c.result.verdict == "DIFFERENT" and (c.result.ratio or 1) < 1]
+        slower = sorted((c for c in main if c.result.verdict == "DIFFERENT"
+                         and (c.result.ratio or 1) < 1), key=lambda c: c.name != lead)
         if slower:
             return "reproduced", f"{slower[0].name} is DIFFERENT below 1"
         if main and all(c.result.verdict != "UNKNOWN" for c in main):
