@@ -23,9 +23,9 @@ from triagebot.jobs.sentinels import SentinelStore
 from triagebot.jobs.store import JobStore
 from triagebot.progress import Event
 from triagebot.report.sentinel import verdict_table
-from triagebot.run import vllm_cpu
 from triagebot.run.orchestrate import RunCancelled
 from triagebot.run.provision import ProvisionError, provision
+from triagebot.run.runners import run_profile_for
 from triagebot.run.sentinel_steps import SentinelContext, run_case
 from triagebot.run.watch_steps import WatchSettings
 from triagebot.sentinel.models import CaseFigures, SentinelCase
@@ -98,7 +98,7 @@ def installed(settings: Settings, spec: SentinelRunSpec) -> CaseFigures | None:
     """Both releases installed first, as a watch run does (from the runner's folder of
     wheels where it has one); a new release that does not install is every case's
     crash. The cpu runner installs its own locked builds as its cells start."""
-    if settings.run_local or vllm_cpu.is_cpu_plan(spec.engine, spec.runner):
+    if settings.run_local or not run_profile_for(spec.engine, spec.runner).installs_before_watch:
         return None
     for release in (spec.previous, spec.release):
         try:

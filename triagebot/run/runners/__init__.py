@@ -31,4 +31,9 @@ def profile_named(kind: str) -> RunProfile:
 
 def run_profile(plan: Plan) -> RunProfile:
     """The run side of the plan's runner kind."""
-    return profile_named(profile_for(plan.engine, plan.gpu_kind).kind)
+    return run_profile_for(plan.engine, plan.gpu_kind)
+
+
+def run_profile_for(engine: str, gpu: str) -> RunProfile:
+    """The run side of the kind that runs `engine` on runner `gpu`."""
+    return profile_named(profile_for(engine, gpu).kind)
